@@ -254,7 +254,7 @@ def main(argv=None):
     stages = ["tokenizer", "target", "draft", "plain-draft"] if args.stage == "all" else [args.stage]
     train_texts, val_texts = read_works(args.corpus, args.limit_chars)
 
-    if "tokenizer" in stages:
+    if "tokenizer" in stages and not (args.resume and (tok_dir / "tokenizer.json").exists()):
         train_tokenizer(train_texts, args.vocab_size, tok_dir)
     tok = AutoTokenizer.from_pretrained(tok_dir)
     train_stream, val_stream = encode(tok, train_texts), encode(tok, val_texts)

@@ -3,3 +3,13 @@ import os
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 os.environ.setdefault("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1")
+
+import pytest  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def pair():
+    """The bundled Shakespeare pair, loaded once for the whole run (as the app shares it)."""
+    from specviz.models import load_pair
+
+    return load_pair("shakespeare", device="cpu")

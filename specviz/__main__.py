@@ -1,0 +1,101 @@
+"""Command line: `python -m specviz generate ...` and `python -m specviz bench ...`."""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+
+from .engine import DecodeConfig, SpeculativeDecoder, TargetOnlyDecoder
+from .models import ModelLoadError, PRESETS, load_pair
+
+COLOURS = {"accepted": "\033[32m", "resampled": "\033[33m", "bonus": "\033[36m", "target": ""}
+RESET = "\033[0m"
+
+
+def _add_decoding_args(ap: argparse.ArgumentParser) -> None:
+    ap.add_argument("--preset", choices=sorted(PRESETS), default=None)
+    ap.add_argument("--draft", help="draft model: hub id or local folder (with --target)")
+    ap.add_argument("--target", help="target model: hub id or local folder (with --draft)")
+    ap.add_argument("--device", default=None, help="cuda, mps or cpu (default: picked automatically)")
+    ap.add_argument("--gamma", type=int, default=4)
+    ap.add_argument("--seed", type=int, default=0)
+
+
+def config_from(args) -> DecodeConfig:
+    return DecodeConfig(gamma=args.gamma, temperature=args.temperature, top_k=args.top_k or None,
+                        top_p=args.top_p, kl_budget=args.kl_budget, max_new_tokens=args.max_new_tokens,
+                        seed=args.seed)
+
+
+def cmd_generate(args) -> int:
+    config = config_from(args)
+    pair = load_pair(args.preset, draft=args.draft, target=args.target, device=args.device)
+    decoder = (TargetOnlyDecoder if args.baseline else SpeculativeDecoder)(pair, args.prompt, config)
+    steps = decoder.run()
+    if args.json:
+        out = {"text": decoder.text, "token_ids": decoder.generated_ids,
+               "steps": [] if args.baseline else [s.to_dict() for s in steps],
+               "stats": {**decoder.stats(), "prefill_s": decoder.prefill_s},
+               "notice": decoder.notice}
+        if args.baseline:  # same keys as the speculative run, so scripts need no special case
+            out["stats"].update(acceptance_rate=None, mean_acceptance_length=1.0, per_position_acceptance=[])
+        print(json.dumps(out))
+        return 0
+    if decoder.notice:
+        print(f"note: {decoder.notice}", file=sys.stderr)
+    colour = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
+    pieces = []
+    for item in steps:
+        for tok in ([item] if args.baseline else item.emitted):
+            pieces.append(f"{COLOURS[tok.kind]}{tok.text}{RESET}" if colour and COLOURS[tok.kind] else tok.text)
+    print(args.prompt + "".join(pieces))
+    stats = decoder.stats()
+    legend = "" if args.baseline else "  (green accepted, yellow resampled, cyan bonus)"
+    print(f"\n[{stats['tokens']} tokens, {stats['target_calls']} target calls, "
+          f"{stats['tokens_per_target_call']:.2f} tokens/call, {stats['wall_s']:.2f} s]{legend}", file=sys.stderr)
+    return 0
+
+
+def cmd_bench(args) -> int:
+    from .bench import run_bench
+
+    result = run_bench(preset=args.preset, draft=args.draft, target=args.target, device=args.device,
+                       gamma=args.gamma, quick=args.quick, seed=args.seed)
+    if args.json:
+        print(json.dumps(result))
+    else:
+        for key, value in result.items():
+            print(f"{key:32s} {value}")
+    return 0
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m specviz", description="speculative decoding, step by step")
+    sub = ap.add_subparsers(dest="command", required=True)
+    gen = sub.add_parser("generate", help="generate text with speculative decoding (or the target-only baseline)")
+    gen.add_argument("--prompt", required=True)
+    _add_decoding_args(gen)
+    gen.add_argument("--temperature", type=float, default=1.0)
+    gen.add_argument("--top-k", type=int, default=None)
+    gen.add_argument("--top-p", type=float, default=None)
+    gen.add_argument("--kl-budget", type=float, default=0.0, help="0 = exact; > 0 = mentored decoding (lossy)")
+    gen.add_argument("--max-new-tokens", type=int, default=64)
+    gen.add_argument("--baseline", action="store_true", help="run the target-only decoder instead")
+    gen.add_argument("--json", action="store_true")
+    gen.set_defaults(func=cmd_generate)
+    bench = sub.add_parser("bench", help="speculative vs target-only vs transformers' assisted generation")
+    _add_decoding_args(bench)
+    bench.add_argument("--quick", action="store_true", help="a run of under a minute on a 2-core CPU")
+    bench.add_argument("--json", action="store_true")
+    bench.set_defaults(func=cmd_bench)
+    args = ap.parse_args(argv)
+    try:
+        return args.func(args)
+    except (ValueError, ModelLoadError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

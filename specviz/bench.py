@@ -1,0 +1,111 @@
+"""Benchmark: our speculative decoder vs our target-only decoder vs transformers' assisted generation.
+
+All three run in one process on the same pair, prompts and seeds, interleaved prompt by prompt
+so that drift in the machine's speed hits each contender alike. Every contender samples plain
+T = 1 (no top-k / top-p). Ratios are throughput ratios (tokens per second) from this one run.
+"""
+from __future__ import annotations
+
+import statistics
+import time
+
+import torch
+
+from . import theory
+from .engine import DecodeConfig, SpeculativeDecoder, TargetOnlyDecoder, _CachedModel
+from .models import load_pair
+
+
+def _timed(fn):
+    t0 = time.perf_counter()
+    out = fn()
+    return out, time.perf_counter() - t0
+
+
+def per_call_latency_ms(model, vocab: int, context: list[int], n_new: int, repeats: int) -> float:
+    """Median wall time of one cached forward over n_new tokens after `context`, in isolation."""
+    cached = _CachedModel(model, vocab)
+    cached.forward(context)
+    times = []
+    for i in range(repeats + 3):
+        new = [context[(i + j) % len(context)] for j in range(n_new)]
+        _, dt = _timed(lambda: cached.forward(new))
+        cached.crop_to(len(context))
+        if i >= 3:  # warm-up
+            times.append(dt)
+    return statistics.median(times) * 1e3
+
+
+def hf_assisted(pair, prompt_ids: list[int], gamma: int, new_tokens: int, seed: int) -> int:
+    """transformers' assisted generation with the same pair: sampling at T = 1, fixed gamma."""
+    torch.manual_seed(seed)  # generate() draws from the global RNG; only this contender uses it
+    ids = torch.tensor([prompt_ids], device=pair.device)
+    out = pair.target.generate(ids, attention_mask=torch.ones_like(ids), assistant_model=pair.draft,
+                               do_sample=True, temperature=1.0, top_k=0, top_p=1.0,
+                               max_new_tokens=new_tokens, min_new_tokens=new_tokens,
+                               num_assistant_tokens=gamma, num_assistant_tokens_schedule="constant",
+                               assistant_confidence_threshold=0.0, pad_token_id=pair.tokenizer.eos_token_id)
+    return out.shape[1] - ids.shape[1]
+
+
+def run_bench(preset=None, draft=None, target=None, device=None, gamma=4, quick=False, seed=0) -> dict:
+    pair = load_pair(preset, draft=draft, target=target, device=device)
+    prompts = list(pair.examples or ("The",))[: 2 if quick else 4]
+    seeds = range(seed, seed + (2 if quick else 4))
+    new_tokens = 48 if quick else 96
+    config = dict(gamma=gamma, temperature=1.0, max_new_tokens=new_tokens)
+    totals = {"spec": [0, 0.0], "base": [0, 0.0], "hf": [0, 0.0]}
+    accepted = examined = target_calls = 0
+    # warm-up: first calls pay one-off allocation costs
+    SpeculativeDecoder(pair, prompts[0], DecodeConfig(**config, seed=seed, record=False)).run()
+    hf_assisted(pair, pair.encode(prompts[0]), gamma, 8, seed)
+    for prompt in prompts:
+        for s in seeds:
+            spec = SpeculativeDecoder(pair, prompt, DecodeConfig(**config, seed=s, record=False))
+            spec.run()
+            totals["spec"][0] += spec.counters.tokens
+            totals["spec"][1] += spec.counters.compute_s
+            accepted, examined = accepted + spec.counters.accepted, examined + spec.counters.examined
+            target_calls += spec.counters.target_calls
+            base = TargetOnlyDecoder(pair, prompt, DecodeConfig(**config, seed=s))
+            base.run()
+            totals["base"][0] += base.counters.tokens
+            totals["base"][1] += base.counters.compute_s
+            n, dt = _timed(lambda: hf_assisted(pair, spec.prompt_ids, gamma, new_tokens, s))
+            totals["hf"][0] += n
+            totals["hf"][1] += dt
+    rate = {k: n / t for k, (n, t) in totals.items()}
+    alpha = accepted / examined  # Leviathan's alpha: accepted share of the draft tokens the target tested
+    context = pair.encode(prompts[0]) * 4
+    repeats = 30 if quick else 100
+    draft_ms = per_call_latency_ms(pair.draft, pair.vocab_size, context, 1, repeats)
+    target_ms = per_call_latency_ms(pair.target, pair.vocab_size, context, 1, repeats)
+    verify_ms = per_call_latency_ms(pair.target, pair.vocab_size, context, gamma + 1, repeats)
+    tokens_per_call = totals["spec"][0] / target_calls
+    c = draft_ms / target_ms
+    result = {
+        "preset": pair.name, "device": str(pair.device), "gamma": gamma, "new_tokens_per_run": new_tokens,
+        "runs": len(prompts) * len(seeds), "threads": torch.get_num_threads(),
+        "tokens_per_s_speculative": round(rate["spec"], 1), "tokens_per_s_target_only": round(rate["base"], 1),
+        "tokens_per_s_hf_assisted": round(rate["hf"], 1),
+        "speedup_vs_target_only": round(rate["spec"] / rate["base"], 3),
+        "speedup_vs_hf_assisted": round(rate["spec"] / rate["hf"], 3),
+        "acceptance_rate": round(alpha, 4), "tokens_per_target_call": round(tokens_per_call, 3),
+        "draft_ms": round(draft_ms, 3), "target_ms": round(target_ms, 3), "target_verify_ms": round(verify_ms, 3),
+        "cost_ratio_c": round(c, 3),
+        "predicted_speedup_thm38": round(theory.expected_speedup(alpha, gamma, c), 3),
+        "predicted_speedup_cost_model": round(tokens_per_call * target_ms / (gamma * draft_ms + verify_ms), 3),
+    }
+    result["measured_over_cost_model"] = round(result["speedup_vs_target_only"] / result["predicted_speedup_cost_model"], 3)
+    result.update(_ui_step_ratio(pair, prompts[0], config, seed))
+    return result
+
+
+def _ui_step_ratio(pair, prompt, config, seed) -> dict:
+    """The UI's Step handler against the engine work it calls (the speculative step plus advancing
+    the target-only baseline to the same length): the ratio is what figures, narration and HTML add."""
+    from .ui import time_step_handler
+
+    ui_s, engine_s = time_step_handler(pair, prompt, DecodeConfig(**config, seed=seed))
+    return {"ui_step_ms": round(ui_s * 1e3, 2), "engine_step_ms": round(engine_s * 1e3, 2),
+            "ui_over_engine_step": round(ui_s / engine_s, 3)}

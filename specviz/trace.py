@@ -1,0 +1,88 @@
+"""Plain, JSON-serialisable records of what each decoding step did. Figures are built from these only."""
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+
+
+@dataclass
+class Candidate:
+    """One bar of a figure: a token with its probability under each distribution shown."""
+    id: int
+    text: str
+    target_prob: float
+    draft_prob: float
+    final_prob: float = 0.0  # resample/bonus distribution; only in a correction's candidates
+
+
+@dataclass
+class PositionTrace:
+    """One drafted position: the draft's proposal and the target's verdict on it."""
+    index: int
+    draft_token: int
+    draft_text: str
+    draft_prob: float       # q(x): the draft's probability of its own token
+    target_prob: float      # p(x): the target's probability of the same token
+    accept_prob: float      # min(1, p/q), or mentored r(x)
+    uniform: float | None   # r drawn; None when an earlier position was rejected (not examined)
+    verdict: str            # "accepted" | "rejected" | "unexamined"
+    candidates: list[Candidate]  # union of both top-k and the drafted token, target-prob order
+    target_other: float     # mass outside the candidates
+    draft_other: float
+    tv: float               # TV(p, q) = 1 - sum min(p, q) at this position
+    kl: float               # KL(p || q)
+    overlap: float          # sum min(p, q): the chance any draft token here is accepted
+
+
+@dataclass
+class Correction:
+    """The one token every step adds after the accepted drafts."""
+    kind: str               # "resampled" (from the residual or mentored s) | "bonus" (from target_probs[gamma])
+    position: int
+    token: int
+    text: str
+    candidates: list[Candidate]  # final_prob is the distribution drawn from
+    final_other: float
+
+
+@dataclass
+class EmittedToken:
+    id: int
+    text: str
+    kind: str               # "accepted" | "resampled" | "bonus" | "target" (baseline)
+    step: int
+
+
+@dataclass
+class Counters:
+    tokens: int = 0
+    target_calls: int = 0
+    draft_calls: int = 0
+    drafted: int = 0
+    examined: int = 0       # drafted tokens the target actually tested (up to the first rejection)
+    accepted: int = 0
+    compute_s: float = 0.0
+
+
+@dataclass
+class StepTrace:
+    step: int
+    gamma: int
+    kl_budget: float
+    positions: list[PositionTrace]
+    n_accepted: int
+    correction: Correction
+    emitted: list[EmittedToken]
+    draft_ms: float         # wall time of the gamma draft forwards (cuda synchronised)
+    target_ms: float        # wall time of the one target forward over gamma + 1 positions
+    verify_ms: float        # sampling.verify and trace building
+    counters: Counters      # running totals after this step
+    finished: bool = False
+    notice: str = ""
+    rejected: list[EmittedToken] = field(default_factory=list)  # draft tokens thrown away this step
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict())

@@ -1,0 +1,40 @@
+"""The command-line contract: python -m specviz generate ... --json."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+
+def run_cli(*args):
+    return subprocess.run([sys.executable, "-m", "specviz", *args], capture_output=True, text=True, timeout=300)
+
+
+def test_generate_json_contract():
+    out = run_cli("generate", "--prompt", "ROMEO.\n", "--gamma", "3", "--max-new-tokens", "20", "--seed", "1", "--json")
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    assert set(data) >= {"text", "token_ids", "steps", "stats"}
+    assert len(data["token_ids"]) == 20 or data["token_ids"][-1] == 0
+    assert set(data["stats"]) >= {"acceptance_rate", "mean_acceptance_length", "per_position_acceptance",
+                                  "target_calls", "draft_calls", "tokens_per_target_call", "wall_s"}
+    assert len(data["stats"]["per_position_acceptance"]) == 3
+    assert data["stats"]["draft_calls"] == 3 * data["stats"]["target_calls"] == 3 * len(data["steps"])
+    step = data["steps"][0]
+    assert {"positions", "correction", "emitted", "counters", "draft_ms", "target_ms"} <= set(step)
+    assert {"uniform", "accept_prob", "verdict", "candidates", "tv", "kl"} <= set(step["positions"][0])
+
+
+def test_generate_is_reproducible_by_seed_and_baseline_runs():
+    a = json.loads(run_cli("generate", "--prompt", "KING.", "--max-new-tokens", "15", "--seed", "4", "--json").stdout)
+    b = json.loads(run_cli("generate", "--prompt", "KING.", "--max-new-tokens", "15", "--seed", "4", "--json").stdout)
+    assert a["token_ids"] == b["token_ids"]
+    base = json.loads(run_cli("generate", "--prompt", "KING.", "--max-new-tokens", "15", "--baseline", "--json").stdout)
+    assert base["stats"]["target_calls"] == len(base["token_ids"]) and base["steps"] == []
+
+
+def test_bad_input_exits_with_a_clear_message():
+    for args, message in [(["--prompt", ""], "empty"), (["--prompt", "x", "--gamma", "0"], "gamma"),
+                          (["--prompt", "x", "--temperature", "-1"], "temperature")]:
+        out = run_cli("generate", *args)
+        assert out.returncode == 2 and message in out.stderr and "Traceback" not in out.stderr
