@@ -178,7 +178,7 @@ class TargetOnlyDecoder(_Decoder):
         self._check_not_finished()
         t0 = time.perf_counter()
         logits = self.target.forward(self.tokens[self.target.seen:])[-1]  # [V]
-        token = int(torch.multinomial(self.config.warp(logits), 1, generator=self.generator))
+        token = sampling.sample(self.config.warp(logits), self.generator)
         _sync(self.pair.device)
         self.counters.target_calls += 1
         self.counters.compute_s += time.perf_counter() - t0
@@ -211,7 +211,7 @@ class SpeculativeDecoder(_Decoder):
         pending = self.tokens[self.draft.seen:]  # 1 token, or 2 after a bonus the draft never saw
         for _ in range(gamma):
             q = cfg.warp(self.draft.forward(pending)[-1])  # [V]
-            token = int(torch.multinomial(q, 1, generator=self.generator))
+            token = sampling.sample(q, self.generator)
             drafts.append(token)
             draft_rows.append(q)
             pending = [token]

@@ -170,10 +170,11 @@ def tick_handler(session, notation, *knobs):
     if not session.playing:  # a tick that was queued before Pause or Reset does nothing
         return (session, *[gr.skip()] * 8, gr.skip(), gr.skip())
     out = step_handler(session, notation, *knobs)
-    done = session.spec is None or session.spec.finished or "message-error" in out[-1]
-    if done:
-        session.playing = False
-    return (*out, gr.Timer(active=not done), gr.Button(value="Pause" if not done else "Play"))
+    with session.lock:
+        if session.spec is None or session.spec.finished or "message-error" in out[-1]:
+            session.playing = False
+        playing = session.playing  # Pause or Reset may have landed during the step
+    return (*out, gr.Timer(active=playing), gr.Button(value="Pause" if playing else "Play"))
 
 
 def play_handler(session, speed):
@@ -195,7 +196,8 @@ def reset_handler(session, notation):
     with session.lock:
         session.playing = False
         session.settings, session.spec, session.base, session.traces, session.viewing = None, None, None, [], None
-        return (session, *render(session, notation), _message("Reset: a fresh run starts with the next Step."))
+        return (session, *render(session, notation), _message("Reset: a fresh run starts with the next Step."),
+                gr.Timer(active=False), gr.Button(value="Play"))
 
 
 def view_handler(session, notation, step):
@@ -293,7 +295,7 @@ def build_app() -> gr.Blocks:
         tick = timer.tick(tick_handler, [session, notation, *knobs], [session, *views, message, timer, play_btn], **per_tab)
         play_btn.click(play_handler, [session, speed], [session, timer, play_btn], **per_tab)
         reset_btn.click(stop_handler, [session], [session, timer, play_btn], cancels=[tick], **per_tab).then(
-            reset_handler, [session, notation], [session, *views, message], **per_tab)
+            reset_handler, [session, notation], [session, *views, message, timer, play_btn], **per_tab)
         notation.change(view_handler, [session, notation, view_step], [session, *views], **per_tab)
         view_step.input(view_handler, [session, notation, view_step], [session, *views], **per_tab)
         view_step.submit(view_handler, [session, notation, view_step], [session, *views], **per_tab)

@@ -125,15 +125,15 @@ def test_batched_plan_equals_row_by_row():
 
 
 def test_mentored_verify_samples_from_the_plans_output_distribution():
-    """N = 5,000 seeded rounds (each plans by bisection): first tokens follow pi (chi-square
+    """N = 10,000 seeded rounds (each plans by bisection): first tokens follow pi (chi-square
     p > 1e-3), and the acceptance rate is sum q r within 4 sigma."""
     target, draft = pair(5, 8, 0.8)
     budget = 0.5 * kl_divergence(target, draft).item()
     plan = mentored_plan(target.float() / target.float().sum(), draft.float() / draft.float().sum(), budget)
-    counts, accepted = sample_first_tokens(target, draft, 5_000, seed=9, kl_budget=budget)
+    counts, accepted = sample_first_tokens(target, draft, 10_000, seed=9, kl_budget=budget)
     assert chi_square_pvalue(counts.numpy(), plan.output_probs.double().numpy()) > 1e-3
-    sigma = (plan.acceptance_rate * (1 - plan.acceptance_rate) / 5_000) ** 0.5
-    assert abs(accepted / 5_000 - plan.acceptance_rate) <= 4 * sigma
+    sigma = (plan.acceptance_rate * (1 - plan.acceptance_rate) / 10_000) ** 0.5
+    assert abs(accepted / 10_000 - plan.acceptance_rate) <= 4 * sigma
     assert plan.acceptance_rate > acceptance_rate(target, draft).item()
 
 

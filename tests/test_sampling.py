@@ -323,3 +323,17 @@ def test_negative_kl_budget_is_rejected():
 def test_bad_warping_knobs_raise(kwargs, message):
     with pytest.raises(ValueError, match=message):
         warp(torch.zeros(5), **kwargs)
+
+
+def test_inverse_cdf_sampler_matches_its_distribution_and_skips_zeros():
+    """N = 20,000 draws from a seeded generator; chi-square p > 1e-3; zero-probability tokens never drawn."""
+    from specviz.sampling import sample
+
+    probs = normalise([0.0, 0.1, 0.0, 0.3, 1e-9, 0.6, 0.0]).float()
+    gen = torch.Generator().manual_seed(12)
+    counts = torch.zeros(len(probs))
+    for _ in range(N_SAMPLES):
+        counts[sample(probs, gen)] += 1
+    assert counts[probs == 0].sum() == 0
+    assert chi_square_pvalue(counts.numpy(), probs.double().numpy()) > P_MIN
+    assert sample(normalise([0, 0, 1, 0]).float(), gen) == 2

@@ -1,0 +1,107 @@
+"""Measure the bundled pair for its model card: `python -m specviz.modelcard [--json]`.
+
+Validation cross-entropy of target, distilled draft and plain draft on the held-out works;
+alpha = mean over held-out positions of sum_x min(p, q) at T = 1, T = 0.7 and greedy; cached
+per-token latency of each model and c = draft / target; a cold start to the first token; samples.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+from . import sampling
+from .bench import per_call_latency_ms
+from .models import ASSETS
+from .train import DEFAULT_CORPUS, encode, read_works, validation_loss, validation_windows
+
+
+def load(folder: Path):
+    from transformers import AutoModelForCausalLM
+
+    return AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32).eval()
+
+
+@torch.inference_mode()
+def mean_alpha(target, draft, windows: torch.Tensor, temperature: float, batch: int = 16) -> float:
+    """Mean over every held-out position of sum_x min(p, q), both warped at `temperature`."""
+    total, count = 0.0, 0
+    for i in range(0, len(windows), batch):
+        w = windows[i: i + batch, :-1]
+        p = sampling.warp(target(w).logits, temperature)  # [B, T, V]
+        q = sampling.warp(draft(w).logits, temperature)
+        total += sampling.acceptance_rate(p, q).sum().item()
+        count += w.numel()
+    return total / count
+
+
+def cold_start_seconds() -> float:
+    """A fresh Python process: import, load the pair from disk, produce the first token."""
+    code = ("import time; t0 = time.perf_counter()\n"
+            "from specviz.models import load_pair\nfrom specviz.engine import DecodeConfig, SpeculativeDecoder\n"
+            "pair = load_pair('shakespeare', device='cpu')\n"
+            "SpeculativeDecoder(pair, 'ROMEO.', DecodeConfig(max_new_tokens=1)).step()\n"
+            "print(time.perf_counter() - t0)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         cwd=Path(__file__).resolve().parents[1])
+    return float(out.stdout.strip().splitlines()[-1])
+
+
+def samples(model, tok, prompts, seed=0, n=60) -> list[str]:
+    gen = torch.Generator().manual_seed(seed)
+    out = []
+    for prompt in prompts:
+        ids = tok(prompt, return_tensors="pt").input_ids[0].tolist()
+        with torch.inference_mode():
+            for _ in range(n):
+                probs = model(torch.tensor([ids[-255:]])).logits[0, -1].softmax(-1)
+                ids.append(int(torch.multinomial(probs, 1, generator=gen)))
+        out.append(tok.decode(ids))
+    return out
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--plain-draft", type=Path, default=Path("checkpoints/shakespeare-draft-plain"))
+    ap.add_argument("--windows", type=int, default=128, help="held-out windows of 128 tokens")
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args(argv)
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(ASSETS / "shakespeare-target")
+    target, draft = load(ASSETS / "shakespeare-target"), load(ASSETS / "shakespeare-draft")
+    models = {"target": target, "draft": draft}
+    if args.plain_draft.exists():
+        models["plain_draft"] = load(args.plain_draft)
+    _, val_texts = read_works(DEFAULT_CORPUS)
+    windows = validation_windows(encode(tok, val_texts), 128, args.windows)
+    report = {"validation_tokens": int(windows[:, 1:].numel())}
+    for name, model in models.items():
+        report[f"{name}_params"] = sum(p.numel() for p in model.parameters())
+        report[f"{name}_val_cross_entropy"] = round(validation_loss(model, windows), 4)
+    for name in [n for n in models if n != "target"]:
+        for label, temperature in (("T1", 1.0), ("T0.7", 0.7), ("greedy", 0.0)):
+            report[f"alpha_{name}_{label}"] = round(mean_alpha(target, models[name], windows, temperature), 4)
+    context = tok("ROMEO.\nBut soft, what light through yonder window breaks?")["input_ids"] * 3
+    latency = {name: per_call_latency_ms(m, len(tok), context, 1, 200) for name, m in models.items()}
+    report.update({f"{name}_ms_per_token": round(ms, 3) for name, ms in latency.items()})
+    report["c"] = round(latency["draft"] / latency["target"], 3)
+    report["cold_start_first_token_s"] = round(statistics.median(cold_start_seconds() for _ in range(3)), 2)
+    report["threads"] = torch.get_num_threads()
+    prompts = ["ROMEO.\n", "KING.\nNow"]
+    report["samples"] = {name: samples(m, tok, prompts) for name, m in models.items()}
+    if args.json:
+        print(json.dumps(report, indent=2))
+    else:
+        for k, v in report.items():
+            print(f"{k:36s} {v}")
+
+
+if __name__ == "__main__":
+    main()
