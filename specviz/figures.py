@@ -9,12 +9,16 @@ from __future__ import annotations
 import html
 
 import plotly.graph_objects as go
-from plotly.subplots import make_subplots
 
 from .trace import StepTrace
 
 TARGET_COLOUR, DRAFT_COLOUR, OVERLAP_COLOUR = "#0072B2", "#E69F00", "#000000"
 ACCEPT_COLOUR, REJECT_COLOUR, FINAL_COLOUR, BONUS_COLOUR = "#009E73", "#D55E00", "#CC79A7", "#56B4E9"
+
+# A small white theme: plotly's full named templates would ship ~6 kB with every figure.
+_GRID = {"gridcolor": "#E5ECF6", "zerolinecolor": "#C8D4E3", "linecolor": "#C8D4E3"}
+TEMPLATE = {"layout": {"plot_bgcolor": "white", "paper_bgcolor": "white", "xaxis": _GRID, "yaxis": _GRID,
+                       "font": {"color": "#2a3f5f"}}}
 
 # name -> (target letter, draft letter, description)
 NOTATIONS = {
@@ -40,80 +44,95 @@ def show(text: str) -> str:
     return text.replace(" ", "␣").replace("\n", "⏎").replace("\t", "⇥") or "∅"
 
 
-def _layout(fig: go.Figure, title: str, height: int) -> go.Figure:
-    fig.update_layout(title=dict(text=title, x=0.01, font=dict(size=15)), height=height, barmode="overlay",
-                      margin=dict(l=50, r=20, t=60, b=30), template="plotly_white",
-                      legend=dict(orientation="h", yanchor="bottom", y=1.0, xanchor="right", x=1.0),
-                      font=dict(size=13))
-    return fig
+def _layout(title: str, height: int, **extra) -> dict:
+    return {"title": {"text": title, "x": 0.01, "font": {"size": 15}}, "height": height, "barmode": "overlay",
+            "margin": {"l": 50, "r": 20, "t": 70, "b": 30}, "template": TEMPLATE, "font": {"size": 13},
+            "legend": {"orientation": "h", "yanchor": "bottom", "y": 1.0, "xanchor": "right", "x": 1.0}, **extra}
+
+
+def _figure(data: list[dict], layout: dict) -> go.Figure:
+    """A figure from plain dicts: plotly's per-property validation would cost more than the engine step."""
+    return go.Figure({"data": data, "layout": layout}, _validate=False)
 
 
 def empty_figure(message: str) -> go.Figure:
-    fig = go.Figure()
-    fig.add_annotation(text=message, x=0.5, y=0.5, xref="paper", yref="paper", showarrow=False, font=dict(size=14))
-    fig.update_xaxes(visible=False)
-    fig.update_yaxes(visible=False)
-    return _layout(fig, "", 220)
+    note = {"text": message, "x": 0.5, "y": 0.5, "xref": "paper", "yref": "paper", "showarrow": False, "font": {"size": 14}}
+    return _figure([], _layout("", 220, annotations=[note], xaxis={"visible": False}, yaxis={"visible": False}))
+
+
+def _axis(i: int) -> tuple[str, str]:
+    """Trace references and layout keys of subplot i (0-based): ('x2', 'xaxis2') for i = 1."""
+    return ("x" if i == 0 else f"x{i + 1}"), ("y" if i == 0 else f"y{i + 1}")
 
 
 def pq_figure(trace: StepTrace, notation: str = "leviathan") -> go.Figure:
     """2. Verify: target and draft bars over each drafted position's top tokens plus 'other'."""
     t, d = letters(notation)
     n = len(trace.positions)
-    titles = []
-    for pos in trace.positions:
+    gap = 0.35 / n if n > 1 else 0.0
+    height = (1 - gap * (n - 1)) / n
+    data, layout_axes, notes = [], {}, []
+    for i, pos in enumerate(trace.positions):
+        x_ref, y_ref = _axis(i)
+        top = 1 - i * (height + gap)
+        layout_axes["xaxis" + x_ref[1:]] = {"anchor": y_ref, "domain": [0, 1], "tickfont": {"size": 11}}
+        layout_axes["yaxis" + y_ref[1:]] = {"anchor": x_ref, "domain": [max(top - height, 0), top], "rangemode": "tozero"}
         ratio = pos.target_prob / pos.draft_prob if pos.draft_prob > 0 else float("inf")
-        titles.append(f"position {pos.index + 1}: drafted “{show(pos.draft_text)}”   {t}/{d} = {ratio:.2f}   "
-                      f"overlap Σmin({t},{d}) = {pos.overlap:.2f}   → {pos.verdict}")
-    fig = make_subplots(rows=n, cols=1, subplot_titles=titles, vertical_spacing=min(0.25 / max(n, 1), 0.12))
-    for row, pos in enumerate(trace.positions, start=1):
-        labels = [("★ " if c.id == pos.draft_token else "") + show(c.text) for c in pos.candidates] + ["other"]
-        labels = _unique(labels)
+        notes.append({"text": f"<b>position {pos.index + 1}</b>: drafted “{show(pos.draft_text)}”   {t}/{d} = {ratio:.2f}   "
+                              f"overlap Σmin({t},{d}) = {pos.overlap:.2f}   → <b>{pos.verdict}</b>",
+                      "x": 0, "y": top, "xref": "paper", "yref": "paper", "xanchor": "left", "yanchor": "bottom",
+                      "showarrow": False, "font": {"size": 13}})
+        labels = _unique([("★ " if c.id == pos.draft_token else "") + show(c.text) for c in pos.candidates] + ["other"])
         target = [c.target_prob for c in pos.candidates] + [pos.target_other]
         draft = [c.draft_prob for c in pos.candidates] + [pos.draft_other]
         overlap = [min(a, b) for a, b in zip(target, draft)]
-        first = row == 1
-        fig.add_bar(x=labels, y=target, name=f"target {t}(x)", marker_color=TARGET_COLOUR, opacity=0.55,
-                    offsetgroup="t", legendgroup="t", showlegend=first, row=row, col=1)
-        fig.add_bar(x=labels, y=draft, name=f"draft {d}(x)", marker=dict(color=DRAFT_COLOUR, pattern_shape="/"),
-                    opacity=0.55, offsetgroup="d", legendgroup="d", showlegend=first, row=row, col=1)
-        fig.add_scatter(x=labels, y=overlap, mode="markers", name=f"overlap min({t},{d})",
-                        marker=dict(symbol="line-ew-open", size=22, color=OVERLAP_COLOUR, line=dict(width=3)),
-                        legendgroup="o", showlegend=first, row=row, col=1)
-        fig.add_scatter(x=[labels[_index_of(pos.candidates, pos.draft_token)]], y=[max(pos.target_prob, pos.draft_prob)],
-                        mode="markers+text", text=["drafted"], textposition="top center",
-                        marker=dict(symbol="triangle-down", size=12, color=ACCEPT_COLOUR if pos.verdict == "accepted" else REJECT_COLOUR),
-                        name="drafted token", legendgroup="x", showlegend=first, row=row, col=1)
-        fig.update_yaxes(range=[0, 1.08 * max(max(target), max(draft), 0.05) + 0.05], row=row, col=1)
-    return _layout(fig, f"2. Verify — target {t} vs draft {d} at each drafted position", 150 + 210 * n)
+        axes = {"xaxis": x_ref, "yaxis": y_ref, "showlegend": i == 0}
+        drafted = labels[_index_of(pos.candidates, pos.draft_token)]
+        colour = ACCEPT_COLOUR if pos.verdict == "accepted" else REJECT_COLOUR if pos.verdict == "rejected" else "#777"
+        data += [
+            {"type": "bar", "x": labels, "y": target, "name": f"target {t}(x)", "marker": {"color": TARGET_COLOUR},
+             "opacity": 0.55, "offsetgroup": "t", "legendgroup": "t", **axes},
+            {"type": "bar", "x": labels, "y": draft, "name": f"draft {d}(x)", "opacity": 0.55, "offsetgroup": "d",
+             "marker": {"color": DRAFT_COLOUR, "pattern": {"shape": "/"}}, "legendgroup": "d", **axes},
+            {"type": "scatter", "x": labels, "y": overlap, "mode": "markers", "name": f"overlap min({t},{d})",
+             "marker": {"symbol": "line-ew-open", "size": 22, "color": OVERLAP_COLOUR, "line": {"width": 3}},
+             "legendgroup": "o", **axes},
+            {"type": "scatter", "x": [drafted], "y": [max(pos.target_prob, pos.draft_prob)], "mode": "markers+text",
+             "text": ["drafted"], "textposition": "top center", "name": "drafted token", "legendgroup": "x",
+             "marker": {"symbol": "triangle-down", "size": 12, "color": colour}, **axes},
+        ]
+    return _figure(data, _layout(f"2. Verify — target {t} vs draft {d} at each drafted position", 150 + 230 * n,
+                                 annotations=notes, **layout_axes))
 
 
 def uniform_figure(trace: StepTrace, notation: str = "leviathan") -> go.Figure:
     """The draw r ~ U(0, 1) on a line, against the acceptance threshold min(1, p/q)."""
     t, d = letters(notation)
-    fig = go.Figure()
+    rule = "mentored r(x)" if trace.kl_budget > 0 else f"min(1, {t}/{d})"
+    data, notes = [], []
     for pos in trace.positions:
         y = f"pos {pos.index + 1} “{show(pos.draft_text)}”"
-        a = pos.accept_prob
+        a, first = pos.accept_prob, pos.index == 0
         if pos.uniform is None:  # never examined: an earlier position was rejected
-            fig.add_bar(y=[y], x=[1], base=0, orientation="h", marker=dict(color="#bbbbbb"), opacity=0.4,
-                        name="not examined", legendgroup="none", showlegend=False, width=0.5)
-            fig.add_annotation(y=y, x=0.5, text="not examined (an earlier token was rejected)", showarrow=False,
-                               font=dict(color="#444"))
+            data.append({"type": "bar", "y": [y], "x": [1], "base": 0, "orientation": "h", "width": 0.5,
+                         "marker": {"color": "#bbbbbb"}, "opacity": 0.4, "name": "not examined", "showlegend": False})
+            notes.append({"y": y, "x": 0.5, "text": "not examined (an earlier token was rejected)", "showarrow": False,
+                          "font": {"color": "#444"}})
             continue
-        fig.add_bar(y=[y], x=[a], base=0, orientation="h", marker=dict(color=ACCEPT_COLOUR), opacity=0.45,
-                    name="accept zone r < threshold", legendgroup="acc", showlegend=pos.index == 0, width=0.5)
-        fig.add_bar(y=[y], x=[1 - a], base=a, orientation="h", marker=dict(color=REJECT_COLOUR, pattern_shape="x"),
-                    opacity=0.35, name="reject zone", legendgroup="rej", showlegend=pos.index == 0, width=0.5)
         symbol = "✓" if pos.verdict == "accepted" else "✗"
-        fig.add_scatter(y=[y], x=[pos.uniform], mode="markers+text", textposition="top center",
-                        text=[f"r = {num(pos.uniform)} {symbol} threshold {num(a)}"], name="uniform draw r",
-                        legendgroup="r", marker=dict(symbol="diamond", size=16, color=OVERLAP_COLOUR),
-                        showlegend=pos.index == 0)
-    rule = "mentored r(x)" if trace.kl_budget > 0 else f"min(1, {t}/{d})"
-    fig.update_xaxes(range=[0, 1], title=f"accept when r < threshold = {rule}")
-    fig.update_yaxes(autorange="reversed")
-    return _layout(fig, f"2. Verify — uniform draw r against the threshold {rule}", 140 + 60 * len(trace.positions))
+        data += [
+            {"type": "bar", "y": [y], "x": [a], "base": 0, "orientation": "h", "width": 0.5, "opacity": 0.45,
+             "marker": {"color": ACCEPT_COLOUR}, "name": "accept zone r < threshold", "legendgroup": "acc", "showlegend": first},
+            {"type": "bar", "y": [y], "x": [1 - a], "base": a, "orientation": "h", "width": 0.5, "opacity": 0.35,
+             "marker": {"color": REJECT_COLOUR, "pattern": {"shape": "x"}}, "name": "reject zone", "legendgroup": "rej",
+             "showlegend": first},
+            {"type": "scatter", "y": [y], "x": [pos.uniform], "mode": "markers+text", "textposition": "top center",
+             "text": [f"r = {num(pos.uniform)} {symbol} threshold {num(a)}"], "name": "uniform draw r", "legendgroup": "r",
+             "marker": {"symbol": "diamond", "size": 16, "color": OVERLAP_COLOUR}, "showlegend": first},
+        ]
+    return _figure(data, _layout(f"2. Verify — uniform draw r against the threshold {rule}", 150 + 60 * len(trace.positions),
+                                 annotations=notes, xaxis={"range": [0, 1], "title": {"text": f"accept when r < threshold = {rule}"}},
+                                 yaxis={"autorange": "reversed"}))
 
 
 def residual_figure(trace: StepTrace, notation: str = "leviathan") -> go.Figure:
@@ -122,23 +141,28 @@ def residual_figure(trace: StepTrace, notation: str = "leviathan") -> go.Figure:
     c = trace.correction
     labels = _unique([("★ " if x.id == c.token else "") + show(x.text) for x in c.candidates] + ["other"])
     final = [x.final_prob for x in c.candidates] + [c.final_other]
-    fig = go.Figure()
+    data = []
     if c.kind == "resampled":
         dist = "mentored s(x)" if trace.kl_budget > 0 else f"norm(max(0, {t} − {d}))"
         title = f"3. Correct — rejected at position {c.position + 1}: resample from {dist}"
-        fig.add_bar(x=labels[:-1], y=[x.target_prob for x in c.candidates], name=f"target {t}(x)",
-                    marker_color=TARGET_COLOUR, opacity=0.25, offsetgroup="t")
-        fig.add_bar(x=labels[:-1], y=[x.draft_prob for x in c.candidates], name=f"draft {d}(x)",
-                    marker=dict(color=DRAFT_COLOUR, pattern_shape="/"), opacity=0.25, offsetgroup="d")
+        data += [
+            {"type": "bar", "x": labels[:-1], "y": [x.target_prob for x in c.candidates], "name": f"target {t}(x)",
+             "marker": {"color": TARGET_COLOUR}, "opacity": 0.25, "offsetgroup": "t"},
+            {"type": "bar", "x": labels[:-1], "y": [x.draft_prob for x in c.candidates], "name": f"draft {d}(x)",
+             "marker": {"color": DRAFT_COLOUR, "pattern": {"shape": "/"}}, "opacity": 0.25, "offsetgroup": "d"},
+        ]
     else:
         dist = f"the target's next distribution {t}"
         title = f"3. Correct — all {trace.gamma} drafts accepted: bonus token from {dist}"
-    fig.add_bar(x=labels, y=final, name=dist, marker=dict(color=FINAL_COLOUR if c.kind == "resampled" else BONUS_COLOUR,
-                                                          line=dict(color="#333", width=1)), offsetgroup="f")
-    fig.add_scatter(x=[labels[_index_of(c.candidates, c.token)]], y=[max(final[:-1] or [0])], mode="markers+text",
-                    text=[f"{c.kind}: “{show(c.text)}”"], textposition="top center",
-                    marker=dict(symbol="star", size=16, color=OVERLAP_COLOUR), name=f"{c.kind} token")
-    return _layout(fig, title, 360)
+    colour = FINAL_COLOUR if c.kind == "resampled" else BONUS_COLOUR
+    data += [
+        {"type": "bar", "x": labels, "y": final, "name": dist, "offsetgroup": "f",
+         "marker": {"color": colour, "line": {"color": "#333", "width": 1}}},
+        {"type": "scatter", "x": [labels[_index_of(c.candidates, c.token)]], "y": [max(final[:-1] or [0])],
+         "mode": "markers+text", "text": [f"{c.kind}: “{show(c.text)}”"], "textposition": "top center",
+         "marker": {"symbol": "star", "size": 16, "color": OVERLAP_COLOUR}, "name": f"{c.kind} token"},
+    ]
+    return _figure(data, _layout(title, 380, yaxis={"rangemode": "tozero"}))
 
 
 def narration(trace: StepTrace, notation: str = "leviathan") -> str:

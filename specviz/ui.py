@@ -153,7 +153,8 @@ def _message(text: str, kind: str = "info") -> str:
 # ------------------------------------------------------------------ handlers
 
 
-def step_handler(session, notation, *knobs, pair: ModelPair | None = None):
+def step_handler(session, notation, *knobs, pair: ModelPair | None = None, progress=gr.Progress(track_tqdm=True)):
+    """Step: one round of the session's run (loading the pair first if needed, with progress)."""
     session = session if isinstance(session, Session) else Session()
     with session.lock:
         try:
@@ -209,7 +210,8 @@ def view_handler(session, notation, step):
 
 
 def time_step_handler(pair: ModelPair, prompt: str, config: DecodeConfig, steps: int = 8) -> tuple[float, float]:
-    """Median seconds of the Step handler and of the engine work inside it, for the benchmark."""
+    """Median seconds of the Step handler (with the plots' JSON serialisation that gradio then does)
+    and of the engine work inside it (the speculative step and the baseline's catch-up), for the benchmark."""
     session = Session()
     start_run(session, Settings(pair.name, prompt, config), pair)
     knobs = ("shakespeare", prompt, config.gamma, config.temperature, config.top_k or 0, config.top_p or 1.0,
@@ -220,7 +222,9 @@ def time_step_handler(pair: ModelPair, prompt: str, config: DecodeConfig, steps:
         if session.spec.finished:
             break
         t0 = time.perf_counter()
-        step_handler(session, "leviathan", *knobs, pair=pair)
+        out = step_handler(session, "leviathan", *knobs, pair=pair)
+        for figure in out[3:6]:
+            figure.to_json()  # gradio's postprocess serialises each plot; count it
         handler_s.append(time.perf_counter() - t0)
         engine_s.append(session.last_engine_s)
     return statistics.median(handler_s), statistics.median(engine_s)

@@ -98,3 +98,24 @@ def test_ticks_after_pause_or_reset_do_nothing(pair):
 def test_timeline_chips_carry_verdicts_and_steps():
     html = figures.timeline_html("x", [])
     assert 'class="chip"' not in html  # the legend swatches are not chips
+
+
+def test_parallel_sessions_match_serial_runs(pair):
+    """Four tabs stepping at once in threads produce exactly what each produces alone."""
+    import threading
+
+    def run(seed, out):
+        session = Session()
+        for _ in range(4):
+            step_handler(session, "leviathan", *knobs(seed=seed))
+        out[seed] = session.spec.generated_ids
+
+    parallel, serial = {}, {}
+    threads = [threading.Thread(target=run, args=(seed, parallel)) for seed in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for seed in range(4):
+        run(seed, serial)
+    assert parallel == serial
