@@ -16,7 +16,7 @@ TARGET_COLOUR, DRAFT_COLOUR, OVERLAP_COLOUR = "#0072B2", "#E69F00", "#000000"
 ACCEPT_COLOUR, REJECT_COLOUR, FINAL_COLOUR, BONUS_COLOUR = "#009E73", "#D55E00", "#CC79A7", "#56B4E9"
 
 # A small white theme: plotly's full named templates would ship ~6 kB with every figure.
-_GRID = {"gridcolor": "#E5ECF6", "zerolinecolor": "#C8D4E3", "linecolor": "#C8D4E3"}
+_GRID = {"gridcolor": "#E5ECF6", "zerolinecolor": "#C8D4E3", "linecolor": "#C8D4E3", "automargin": True}
 TEMPLATE = {"layout": {"plot_bgcolor": "white", "paper_bgcolor": "white", "xaxis": _GRID, "yaxis": _GRID,
                        "font": {"color": "#2a3f5f"}}}
 
@@ -45,9 +45,12 @@ def show(text: str) -> str:
 
 
 def _layout(title: str, height: int, **extra) -> dict:
-    return {"title": {"text": title, "x": 0.01, "font": {"size": 15}}, "height": height, "barmode": "overlay",
-            "margin": {"l": 50, "r": 20, "t": 70, "b": 30}, "template": TEMPLATE, "font": {"size": 13},
-            "legend": {"orientation": "h", "yanchor": "bottom", "y": 1.0, "xanchor": "right", "x": 1.0}, **extra}
+    top, bottom = 100, 40
+    legend_y = 1 + 28 / (height - top - bottom)  # a line above the plot area, below the title
+    return {"title": {"text": title, "x": 0.01, "y": 1 - 12 / height, "yanchor": "top", "font": {"size": 15}},
+            "height": height, "barmode": "overlay", "margin": {"l": 50, "r": 20, "t": top, "b": bottom},
+            "template": TEMPLATE, "font": {"size": 13},
+            "legend": {"orientation": "h", "yanchor": "bottom", "y": legend_y, "xanchor": "left", "x": 0}, **extra}
 
 
 def _figure(data: list[dict], layout: dict) -> go.Figure:

@@ -119,7 +119,8 @@ def counters_html(session: Session) -> str:
             f'<tr><th></th><th>speculative</th><th>target only</th></tr>{body}</table>'
             f'<p style="font-size:15px; margin:6px 0 0 0"><b>speedup ×{speedup:.2f}</b> measured on this hardware '
             f'({device}); Leviathan Thm 3.8 predicts ×{predicted:.2f} for α = {alpha:.2f}, γ = {gamma}, '
-            f'c = {c:.2f} (draft/target cost per forward).</p></div>')
+            f'c = {c:.2f} (draft/target cost per forward); its best γ here would be '
+            f'{theory.optimal_gamma(alpha, c) if c > 0 else "—"}.</p></div>')
 
 
 def render(session: Session, notation: str):
