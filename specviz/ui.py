@@ -247,18 +247,23 @@ CHIP_CLICK_JS = """
 """
 
 INTRO = """# specviz — speculative decoding, step by step
-A small **draft** model guesses γ tokens; the large **target** model checks all of them in **one** forward pass.
-Each guess is kept with probability min(1, p/q); at the first rejection a replacement is drawn from the
-*residual* norm(max(0, p − q)); if all are kept, the target adds a *bonus* token. The output is distributed
-**exactly** as the target alone would sample it (temperature 0 reduces this to "keep drafts while the argmaxes
-agree"), yet each target pass can yield several tokens."""
+A small **draft** model ({d}) guesses γ tokens; the large **target** model ({t}) checks all of them in **one**
+forward pass. Each guess is kept with probability min(1, {t}/{d}); at the first rejection a replacement is drawn
+from the *residual* norm(max(0, {t} − {d})); if all are kept, the target adds a *bonus* token. The output is
+distributed **exactly** as the target alone would sample it (temperature 0 reduces this to "keep drafts while
+the argmaxes agree"), yet each target pass can yield several tokens."""
+
+
+def intro(notation: str) -> str:
+    t, d = figures.letters(notation)
+    return INTRO.format(t=t, d=d)
 
 
 def build_app() -> gr.Blocks:
     preset0 = default_preset()
     with gr.Blocks(title="specviz: speculative decoding, step by step") as demo:
         session = gr.State(Session())
-        gr.Markdown(INTRO)
+        header = gr.Markdown(intro("leviathan"), elem_id="intro")
         with gr.Row():
             with gr.Column(scale=1, min_width=300):
                 prompt = gr.Textbox(label="Prompt", value=PRESETS[preset0].examples[0] if PRESETS[preset0].examples else "",
@@ -302,6 +307,7 @@ def build_app() -> gr.Blocks:
         reset_btn.click(stop_handler, [session], [session, timer, play_btn], cancels=[tick], **per_tab).then(
             reset_handler, [session, notation], [session, *views, message, timer, play_btn], **per_tab)
         notation.change(view_handler, [session, notation, view_step], [session, *views], **per_tab)
+        notation.change(intro, notation, header)
         view_step.input(view_handler, [session, notation, view_step], [session, *views], **per_tab)
         view_step.submit(view_handler, [session, notation, view_step], [session, *views], **per_tab)
         example.change(lambda e, p: e or p, [example, prompt], prompt)

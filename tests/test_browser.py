@@ -107,6 +107,7 @@ def test_notation_switch_changes_the_labels(page):
     page.locator("#notation").get_by_text("seed 004", exact=False).click()
     expect(page.locator("#narration")).to_contain_text("the draft gave θ =", timeout=TIMEOUT)
     expect(page.locator("#pq-plot")).to_contain_text("φ", timeout=TIMEOUT)
+    expect(page.locator("#intro")).to_contain_text("min(1, φ/θ)", timeout=TIMEOUT)
 
 
 def test_bad_input_shows_a_message_and_the_page_stays_usable(page):
