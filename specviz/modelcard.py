@@ -66,11 +66,82 @@ def samples(model, tok, prompts, seed=0, n=60) -> list[str]:
     return out
 
 
+def render_card(r: dict) -> str:
+    """The model card, every figure from the measurements in `r`."""
+    tr = r["training"]
+
+    def arch(name):
+        a = tr.get(name, {}).get("architecture", {})
+        return f"GPT-2, {a.get('n_layer')} layers, width {a.get('n_embd')}, {a.get('n_head')} heads" if a else "?"
+
+    def trained(name):
+        t = tr.get(name, {})
+        return f"{t.get('train_minutes', '?')} min, {t.get('steps', '?'):,} steps, {t.get('tokens', 0):,} tokens" if t else "?"
+
+    plain = "plain_draft_val_cross_entropy" in r
+    rows = [("target", "shakespeare-target"), ("draft (distilled)", "shakespeare-draft")]
+    lines = [
+        "# The bundled Shakespeare pair",
+        "",
+        "Two small causal language models, trained by this project with `python -m specviz.train` on the",
+        "public-domain Shakespeare corpus (42 works, Globe edition via Project Gutenberg; see",
+        "`shared/corpora/shakespeare/SOURCE.md`). They are the app's offline default and the models every",
+        "engine and UI test runs on. Both load with `AutoModelForCausalLM.from_pretrained` and share one",
+        "tokenizer, a 4096-token byte-level BPE (the `tokenizers` library) trained on the training works.",
+        "",
+        "**Split.** Whole works are held out for validation: *Julius Caesar* and *Twelfth Night*; the other",
+        f"40 works train. Figures below are measured on {r['validation_tokens']:,} held-out tokens",
+        "(windows of 128 tokens).",
+        "",
+        "| model | architecture | parameters | training (2-core CPU) | validation cross-entropy (nats/token) |",
+        "| --- | --- | --- | --- | --- |",
+        f"| `shakespeare-target` | {arch('target')} | {r['target_params']:,} | {trained('target')} | {r['target_val_cross_entropy']:.3f} |",
+        f"| `shakespeare-draft` (distilled from the target) | {arch('draft')} | {r['draft_params']:,} | {trained('draft')} | {r['draft_val_cross_entropy']:.3f} |",
+    ]
+    if plain:
+        lines.append(f"| plain draft (same size, hard labels; not shipped) | {arch('plain_draft')} | {r['plain_draft_params']:,} | "
+                     f"{trained('plain_draft')} | {r['plain_draft_val_cross_entropy']:.3f} |")
+    lines += [
+        "",
+        "The draft is distilled from the final target: trained on the target's soft next-token",
+        "distribution (forward KL, as DistillSpec does), because speculative decoding lives on the",
+        "acceptance rate, not on the draft's own likelihood.",
+        "",
+        "**Acceptance rate** α = mean over held-out positions of Σ_x min(p(x), q(x)), both warped alike:",
+        "",
+        "| draft | T = 1 | T = 0.7 | greedy |",
+        "| --- | --- | --- | --- |",
+        f"| distilled (shipped) | {r['alpha_draft_T1']:.3f} | {r['alpha_draft_T0.7']:.3f} | {r['alpha_draft_greedy']:.3f} |",
+    ]
+    if plain:
+        lines.append(f"| plain | {r['alpha_plain_draft_T1']:.3f} | {r['alpha_plain_draft_T0.7']:.3f} | {r['alpha_plain_draft_greedy']:.3f} |")
+    lines += [
+        "",
+        f"**Latency** (cached decode of one token, median of 200, fp32, {r['threads']} torch threads on this 2-core CPU):",
+        f"target {r['target_ms_per_token']:.2f} ms, draft {r['draft_ms_per_token']:.2f} ms, so **c = {r['c']:.3f}**"
+        + (f"; plain draft {r['plain_draft_ms_per_token']:.2f} ms." if plain else "."),
+        f"A cold start (a fresh Python process: imports, loading both models, the first token) takes "
+        f"{r['cold_start_first_token_s']:.1f} s (median of 3).",
+        "",
+        "**Samples** (T = 1, seed 0, 60 tokens after each prompt):",
+        "",
+    ]
+    for name, texts in r["samples"].items():
+        lines.append(f"*{name}*:")
+        lines.append("")
+        for text in texts:
+            lines += ["```", text.strip(), "```", ""]
+    lines += ["Re-measure with `python -m specviz.modelcard --write assets/models/README.md`; keep training",
+              "with `python -m specviz.train --stage target --resume --target-minutes M` (then re-distil the draft).", ""]
+    return "\n".join(lines)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--plain-draft", type=Path, default=Path("checkpoints/shakespeare-draft-plain"))
     ap.add_argument("--windows", type=int, default=128, help="held-out windows of 128 tokens")
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--write", type=Path, default=None, help="write the model card (Markdown) here")
     args = ap.parse_args(argv)
     from transformers import AutoTokenizer
 
@@ -81,7 +152,11 @@ def main(argv=None):
         models["plain_draft"] = load(args.plain_draft)
     _, val_texts = read_works(DEFAULT_CORPUS)
     windows = validation_windows(encode(tok, val_texts), 128, args.windows)
-    report = {"validation_tokens": int(windows[:, 1:].numel())}
+    report = {"validation_tokens": int(windows[:, 1:].numel()),
+              "training": {name: json.loads((folder / "training.json").read_text())
+                           for name, folder in (("target", ASSETS / "shakespeare-target"), ("draft", ASSETS / "shakespeare-draft"),
+                                                ("plain_draft", args.plain_draft))
+                           if (folder / "training.json").exists()}}
     for name, model in models.items():
         report[f"{name}_params"] = sum(p.numel() for p in model.parameters())
         report[f"{name}_val_cross_entropy"] = round(validation_loss(model, windows), 4)
@@ -96,6 +171,8 @@ def main(argv=None):
     report["threads"] = torch.get_num_threads()
     prompts = ["ROMEO.\n", "KING.\nNow"]
     report["samples"] = {name: samples(m, tok, prompts) for name, m in models.items()}
+    if args.write:
+        args.write.write_text(render_card(report))
     if args.json:
         print(json.dumps(report, indent=2))
     else:

@@ -301,11 +301,11 @@ def build_app() -> gr.Blocks:
         knobs = [preset, prompt, gamma, temperature, top_k, top_p, kl_budget, seed, max_new]
         views = [timeline, counters, pq_plot, uniform_plot, residual_plot, narration, view_step]
         per_tab = dict(concurrency_limit=None)  # the Session lock serialises a tab; tabs run side by side
-        step_btn.click(step_handler, [session, notation, *knobs], [session, *views, message], **per_tab)
+        step_btn.click(step_handler, [session, notation, *knobs], [session, *views, message], api_name="step", **per_tab)
         tick = timer.tick(tick_handler, [session, notation, *knobs], [session, *views, message, timer, play_btn], **per_tab)
         play_btn.click(play_handler, [session, speed], [session, timer, play_btn], **per_tab)
-        reset_btn.click(stop_handler, [session], [session, timer, play_btn], cancels=[tick], **per_tab).then(
-            reset_handler, [session, notation], [session, *views, message, timer, play_btn], **per_tab)
+        reset_btn.click(stop_handler, [session], [session, timer, play_btn], cancels=[tick], api_name=False, **per_tab).then(
+            reset_handler, [session, notation], [session, *views, message, timer, play_btn], api_name="reset", **per_tab)
         notation.change(view_handler, [session, notation, view_step], [session, *views], **per_tab)
         notation.change(intro, notation, header)
         view_step.input(view_handler, [session, notation, view_step], [session, *views], **per_tab)

@@ -117,3 +117,16 @@ def test_bad_input_shows_a_message_and_the_page_stays_usable(page):
     page.locator("#prompt textarea").fill("KING.\nNow")
     step(page)
     expect(page.locator("#narration")).to_contain_text("Step 1", timeout=TIMEOUT)
+
+
+def test_gradio_client_steps_keep_per_client_state(app_url):
+    """The /step endpoint through gradio_client: each client is a session of its own."""
+    from gradio_client import Client
+
+    args = ("leviathan", "shakespeare", "KING.\nNow", 4, 1.0, 0, 1.0, 0.0, 3, 40)
+    a, b = Client(app_url, verbose=False), Client(app_url, verbose=False)
+    for _ in range(2):
+        out_a = a.predict(*args, api_name="/step")
+    out_b = b.predict(*args, api_name="/step")
+    narration_a, narration_b = out_a[5], out_b[5]
+    assert "Step 2" in narration_a and "Step 1" in narration_b
