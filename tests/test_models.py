@@ -64,3 +64,15 @@ def test_training_script_produces_loadable_folders(tmp_path):
                      target=str(tmp_path / "models" / "shakespeare-target"), device="cpu")
     assert pair.vocab_size == 300
     assert (tmp_path / "models" / "shakespeare-target" / "training.json").exists()
+
+
+def test_chat_pairs_wrap_the_prompt_in_the_chat_template(pair):
+    import copy
+    import dataclasses
+
+    tok = copy.deepcopy(pair.tokenizer)
+    tok.chat_template = ("{% for m in messages %}{{ m['role'] }}: {{ m['content'] }}\n{% endfor %}"
+                         "{% if add_generation_prompt %}assistant:{% endif %}")
+    chat = dataclasses.replace(pair, tokenizer=tok, chat=True, _texts={})
+    assert tok.decode(chat.encode("hi there")) == "user: hi there\nassistant:"
+    assert pair.encode("hi there") == tok("hi there", add_special_tokens=False)["input_ids"]
