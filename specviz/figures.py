@@ -168,6 +168,31 @@ def residual_figure(trace: StepTrace, notation: str = "leviathan") -> go.Figure:
     return _figure(data, _layout(title, 380, yaxis={"rangemode": "tozero"}))
 
 
+def history_figure(traces: list[StepTrace], notation: str = "leviathan") -> go.Figure:
+    """The whole run: drafts accepted per step, and the mean overlap sum min(p, q) of the tested positions."""
+    t, d = letters(notation)
+    steps = [tr.step for tr in traces]
+    overlap = [sum(p.overlap for p in tr.positions if p.uniform is not None) /
+               max(1, sum(p.uniform is not None for p in tr.positions)) for tr in traces]
+    kinds = [tr.correction.kind for tr in traces]
+    data = [
+        {"type": "bar", "x": steps, "y": [tr.n_accepted for tr in traces], "name": "drafts accepted",
+         "marker": {"color": ACCEPT_COLOUR}, "opacity": 0.6},
+        {"type": "scatter", "x": steps, "y": [tr.n_accepted + 0.5 for tr in traces], "mode": "markers",
+         "marker": {"symbol": ["star" if k == "bonus" else "circle-open" for k in kinds], "size": 11,
+                    "color": [BONUS_COLOUR if k == "bonus" else FINAL_COLOUR for k in kinds]},
+         "name": "then: ★ bonus / ○ resampled"},
+        {"type": "scatter", "x": steps, "y": overlap, "mode": "lines+markers", "yaxis": "y2",
+         "name": f"mean overlap Σmin({t},{d}) of tested drafts", "line": {"color": OVERLAP_COLOUR, "dash": "dot"}},
+    ]
+    gamma = traces[-1].gamma if traces else 1
+    return _figure(data, _layout("The run so far — accepted drafts per step (bars) and draft/target overlap (line)", 300,
+                                 xaxis={"title": {"text": "step"}, "dtick": 1 if len(steps) <= 30 else None},
+                                 yaxis={"range": [0, gamma + 1], "title": {"text": "accepted"}},
+                                 yaxis2={"range": [0, 1.05], "overlaying": "y", "side": "right", "showgrid": False,
+                                         "title": {"text": "overlap"}}))
+
+
 def narration(trace: StepTrace, notation: str = "leviathan") -> str:
     """A plain-language account of the step, in the algorithm's order (Markdown)."""
     t, d = letters(notation)

@@ -124,16 +124,17 @@ def counters_html(session: Session) -> str:
 
 
 def render(session: Session, notation: str):
-    """(timeline, counters, pq, uniform, residual, narration, view-step) for the step being viewed."""
+    """(timeline, counters, pq, uniform, residual, narration, view-step, history) for the step viewed."""
     prompt = session.settings.prompt if session.settings else ""
     if not session.traces:
         blank = figures.empty_figure("press Step to draft and verify")
         return (figures.timeline_html(prompt, []), counters_html(session), blank, blank, blank,
-                "*Nothing yet: press **Step**.*", None)
+                "*Nothing yet: press **Step**.*", None, blank)
     trace = session.traces[-1] if session.viewing is None else session.traces[session.viewing - 1]
     return (figures.timeline_html(prompt, session.traces, trace.step), counters_html(session),
             figures.pq_figure(trace, notation), figures.uniform_figure(trace, notation),
-            figures.residual_figure(trace, notation), figures.narration(trace, notation), trace.step)
+            figures.residual_figure(trace, notation), figures.narration(trace, notation), trace.step,
+            figures.history_figure(session.traces, notation))
 
 
 def settings_from(preset, prompt, gamma, temperature, top_k, top_p, kl_budget, seed, max_new_tokens) -> Settings:
@@ -170,7 +171,7 @@ def step_handler(session, notation, *knobs, pair: ModelPair | None = None, progr
 def tick_handler(session, notation, *knobs):
     session = session if isinstance(session, Session) else Session()
     if not session.playing:  # a tick that was queued before Pause or Reset does nothing
-        return (session, *[gr.skip()] * 8, gr.skip(), gr.skip())
+        return (session, *[gr.skip()] * 9, gr.skip(), gr.skip())
     out = step_handler(session, notation, *knobs)
     with session.lock:
         if session.spec is None or session.spec.finished or "message-error" in out[-1]:
@@ -224,7 +225,7 @@ def time_step_handler(pair: ModelPair, prompt: str, config: DecodeConfig, steps:
             break
         t0 = time.perf_counter()
         out = step_handler(session, "leviathan", *knobs, pair=pair)
-        for figure in out[3:6]:
+        for figure in (*out[3:6], out[8]):
             figure.to_json()  # gradio's postprocess serialises each plot; count it
         handler_s.append(time.perf_counter() - t0)
         engine_s.append(session.last_engine_s)
@@ -296,10 +297,11 @@ def build_app() -> gr.Blocks:
                 pq_plot = gr.Plot(label="target vs draft", elem_id="pq-plot")
                 uniform_plot = gr.Plot(label="uniform draw", elem_id="uniform-plot")
                 residual_plot = gr.Plot(label="residual or bonus", elem_id="residual-plot")
+                history_plot = gr.Plot(label="the run so far", elem_id="history-plot")
         timer = gr.Timer(0.8, active=False)
 
         knobs = [preset, prompt, gamma, temperature, top_k, top_p, kl_budget, seed, max_new]
-        views = [timeline, counters, pq_plot, uniform_plot, residual_plot, narration, view_step]
+        views = [timeline, counters, pq_plot, uniform_plot, residual_plot, narration, view_step, history_plot]
         per_tab = dict(concurrency_limit=None)  # the Session lock serialises a tab; tabs run side by side
         step_btn.click(step_handler, [session, notation, *knobs], [session, *views, message], api_name="step", **per_tab)
         tick = timer.tick(tick_handler, [session, notation, *knobs], [session, *views, message, timer, play_btn], **per_tab)

@@ -25,10 +25,10 @@ def test_each_tab_gets_a_fresh_session():
 
 def test_step_renders_timeline_counters_figures_and_narration(pair):
     out = step_handler(Session(), "leviathan", *KNOBS)
-    session, timeline, counters, pq, uniform, residual, narration, view, message = out
+    session, timeline, counters, pq, uniform, residual, narration, view, history, message = out
     assert len(session.traces) == 1 and view == 1
     assert 'data-verdict="' in timeline and "speedup" in counters
-    assert len(pq.data) >= 4 and len(uniform.data) >= 2 and len(residual.data) >= 2
+    assert len(pq.data) >= 4 and len(uniform.data) >= 2 and len(residual.data) >= 2 and len(history.data) == 3
     assert "1. Draft" in narration and "2. Verify" in narration and "3. Correct" in narration
     assert "message-error" not in message
 
