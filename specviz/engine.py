@@ -254,7 +254,9 @@ class SpeculativeDecoder(_Decoder):
     # ------------------------------------------------------------------ trace
 
     def _candidates(self, rows: list[torch.Tensor], must: list[int]) -> list[tuple[list[int], list[list[float]], list[float]]]:
-        """Per position: the union of the first two rows' top-k and the `must` token, ordered by the first row."""
+        """rows: R distributions [P, V] over the same P positions. Per position: the union of the first
+        two rows' top-k and the `must` token, ordered by the first row; each row's values there; and
+        each row's mass outside them (the "other" bar)."""
         k = min(self.config.trace_top_k, self.pair.vocab_size)
         stacked = torch.stack(rows, 1)  # [P, R, V]
         top = stacked[:, :2].topk(k, dim=-1).indices.flatten(1).tolist()  # [P, 2k]: the first two rows' top-k
@@ -295,7 +297,7 @@ class SpeculativeDecoder(_Decoder):
         kind = "bonus" if result.bonus else "resampled"
         row_p = target_probs[n]
         row_q = draft_probs[n] if n < gamma else torch.zeros_like(row_p)
-        (ids, (fp, tp, dp), (f_other, _, _)), = self._candidates_single([result.final_probs, row_p, row_q], last)
+        [(ids, (fp, tp, dp), (f_other, _, _))] = self._candidates([result.final_probs[None], row_p[None], row_q[None]], [last])
         correction = Correction(kind=kind, position=n, token=last, text=text(last),
                                 candidates=[Candidate(x, text(x), a, b, f) for x, f, a, b in zip(ids, fp, tp, dp)],
                                 final_other=f_other)
@@ -306,9 +308,6 @@ class SpeculativeDecoder(_Decoder):
                          n_accepted=n, correction=correction, emitted=emitted, draft_ms=0.0, target_ms=0.0,
                          verify_ms=0.0, counters=Counters(**vars(self.counters)), finished=self.finished,
                          notice=self.notice if self.steps == 1 else "", rejected=rejected)
-
-    def _candidates_single(self, rows, must):
-        return self._candidates([r.unsqueeze(0) for r in rows], [must])
 
     def stats(self) -> dict:
         c = self.counters
