@@ -22,18 +22,25 @@ def _timed(fn):
     return out, time.perf_counter() - t0
 
 
-def per_call_latency_ms(model, vocab: int, context: list[int], n_new: int, repeats: int) -> float:
-    """Median wall time of one cached forward over n_new tokens after `context`, in isolation."""
-    cached = _CachedModel(model, vocab)
-    cached.forward(context)
-    times = []
-    for i in range(repeats + 3):
-        new = [context[(i + j) % len(context)] for j in range(n_new)]
-        _, dt = _timed(lambda: cached.forward(new))
-        cached.crop_to(len(context))
-        if i >= 3:  # warm-up
-            times.append(dt)
-    return statistics.median(times) * 1e3
+def per_call_latency_ms(calls: list[tuple[object, int]], vocab: int, context: list[int], repeats: int,
+                        block: int = 25) -> list[float]:
+    """Median wall time in ms of one cached forward for each (model, new tokens) in `calls`, after
+    `context`, each measured in isolation: blocks of `block` consecutive calls of one model (as in
+    decoding, where a model runs several times in a row with its weights in cache), the blocks of the
+    different calls alternating so that drift in the machine's speed hits them alike."""
+    cached = [_CachedModel(model, vocab) for model, _ in calls]
+    for c in cached:
+        c.forward(context)
+    times = [[] for _ in calls]
+    for start in range(0, repeats, block):
+        for j, ((_, n_new), c) in enumerate(zip(calls, cached)):
+            for i in range(-2, min(block, repeats - start)):  # two warm-up calls per block
+                new = [context[(start + i + k) % len(context)] for k in range(n_new)]
+                _, dt = _timed(lambda: c.forward(new))
+                c.crop_to(len(context))
+                if i >= 0:
+                    times[j].append(dt)
+    return [statistics.median(t) * 1e3 for t in times]
 
 
 def hf_assisted(pair, prompt_ids: list[int], gamma: int, new_tokens: int, seed: int) -> int:
@@ -77,10 +84,9 @@ def run_bench(preset=None, draft=None, target=None, device=None, gamma=4, quick=
     rate = {k: n / t for k, (n, t) in totals.items()}
     alpha = accepted / examined  # Leviathan's alpha: accepted share of the draft tokens the target tested
     context = pair.encode(prompts[0]) * 4
-    repeats = 30 if quick else 100
-    draft_ms = per_call_latency_ms(pair.draft, pair.vocab_size, context, 1, repeats)
-    target_ms = per_call_latency_ms(pair.target, pair.vocab_size, context, 1, repeats)
-    verify_ms = per_call_latency_ms(pair.target, pair.vocab_size, context, gamma + 1, repeats)
+    repeats = 50 if quick else 300
+    draft_ms, target_ms, verify_ms = per_call_latency_ms(
+        [(pair.draft, 1), (pair.target, 1), (pair.target, gamma + 1)], pair.vocab_size, context, repeats)
     tokens_per_call = totals["spec"][0] / target_calls
     c = draft_ms / target_ms
     result = {
