@@ -101,6 +101,9 @@ def render_card(r: dict) -> str:
     if plain:
         lines.append(f"| plain draft (same size, hard labels; not shipped) | {arch('plain_draft')} | {r['plain_draft_params']:,} | "
                      f"{trained('plain_draft')} | {r['plain_draft_val_cross_entropy']:.3f} |")
+    if plain:
+        lines += ["", "The plain draft had a shorter budget (see the training column): it shows what hard labels give,",
+                  "not an equal-budget comparison."]
     lines += [
         "",
         "The draft is distilled from the final target: trained on the target's soft next-token",
@@ -117,8 +120,9 @@ def render_card(r: dict) -> str:
         lines.append(f"| plain | {r['alpha_plain_draft_T1']:.3f} | {r['alpha_plain_draft_T0.7']:.3f} | {r['alpha_plain_draft_greedy']:.3f} |")
     lines += [
         "",
-        f"**Latency** (cached decode of one token, median of 300 interleaved calls, fp32, {r['threads']} torch threads "
-        "on this 2-core CPU):",
+        f"**Latency** (cached decode of one token, median of 300 calls in alternating blocks of 25, fp32, "
+        f"{r['threads']} torch threads on this 2-core CPU; this shared VM's speed drifts by tens of percent, and "
+        "c has measured 0.25 to 0.32 across runs):",
         f"target {r['target_ms_per_token']:.2f} ms, draft {r['draft_ms_per_token']:.2f} ms, so **c = {r['c']:.3f}**"
         + (f"; plain draft {r['plain_draft_ms_per_token']:.2f} ms." if plain else "."),
         f"A cold start (a fresh Python process: imports, loading both models, the first token) takes "
