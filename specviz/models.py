@@ -162,6 +162,9 @@ def _load(spec: Preset, name: str, device: torch.device, dtype: torch.dtype) -> 
         if model.config.get_text_config().vocab_size < vocab:
             raise ModelLoadError(f"the {role} model has {model.config.vocab_size} output rows but the tokenizer {vocab} ids")
     window = min(_context_window(draft), _context_window(target))
+    with torch.inference_mode():  # pay one-off allocation costs now, not in the first timed step
+        for model in (draft, target):
+            model(torch.zeros((1, 4), dtype=torch.long, device=device), use_cache=True)
     return ModelPair(draft=draft, target=target, tokenizer=target_tok, vocab_size=vocab, device=device, dtype=dtype,
                      name=name, chat=spec.chat, examples=spec.examples, context_window=window)
 

@@ -294,10 +294,10 @@ def build_app() -> gr.Blocks:
                 view_step = gr.Number(label="Showing step (click a chip to pick one)", precision=0, elem_id="view-step")
                 counters = gr.HTML(elem_id="counters")
                 narration = gr.Markdown("*Nothing yet: press **Step**.*", elem_id="narration")
-                pq_plot = gr.Plot(label="target vs draft", elem_id="pq-plot")
-                uniform_plot = gr.Plot(label="uniform draw", elem_id="uniform-plot")
-                residual_plot = gr.Plot(label="residual or bonus", elem_id="residual-plot")
-                history_plot = gr.Plot(label="the run so far", elem_id="history-plot")
+                pq_plot = gr.Plot(label="target vs draft", show_label=False, elem_id="pq-plot")
+                uniform_plot = gr.Plot(label="uniform draw", show_label=False, elem_id="uniform-plot")
+                residual_plot = gr.Plot(label="residual or bonus", show_label=False, elem_id="residual-plot")
+                history_plot = gr.Plot(label="the run so far", show_label=False, elem_id="history-plot")
         timer = gr.Timer(0.8, active=False)
 
         knobs = [preset, prompt, gamma, temperature, top_k, top_p, kl_budget, seed, max_new]
