@@ -11,7 +11,6 @@ import json
 import statistics
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import torch
@@ -79,7 +78,6 @@ def render_card(r: dict) -> str:
         return f"{t.get('train_minutes', '?')} min, {t.get('steps', '?'):,} steps, {t.get('tokens', 0):,} tokens" if t else "?"
 
     plain = "plain_draft_val_cross_entropy" in r
-    rows = [("target", "shakespeare-target"), ("draft (distilled)", "shakespeare-draft")]
     lines = [
         "# The bundled Shakespeare pair",
         "",
@@ -88,6 +86,7 @@ def render_card(r: dict) -> str:
         "`shared/corpora/shakespeare/SOURCE.md`). They are the app's offline default and the models every",
         "engine and UI test runs on. Both load with `AutoModelForCausalLM.from_pretrained` and share one",
         "tokenizer, a 4096-token byte-level BPE (the `tokenizers` library) trained on the training works.",
+        "Weights are stored in fp16 (half the size in git) and loaded as fp32 on CPU.",
         "",
         "**Split.** Whole works are held out for validation: *Julius Caesar* and *Twelfth Night*; the other",
         f"40 works train. Figures below are measured on {r['validation_tokens']:,} held-out tokens",

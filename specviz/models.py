@@ -144,7 +144,7 @@ def _load_one(model_id: str, role: str, device: torch.device, dtype: torch.dtype
     try:
         tokenizer = AutoTokenizer.from_pretrained(model_id)
         model = AutoModelForCausalLM.from_pretrained(model_id, dtype=dtype)
-    except (OSError, ValueError, EnvironmentError) as err:
+    except (OSError, ValueError) as err:
         where = "local folder" if Path(model_id).exists() else "hub id (is the hub reachable? HF_HUB_OFFLINE is " \
             f"{os.environ.get('HF_HUB_OFFLINE', 'unset')})"
         raise ModelLoadError(f"could not load the {role} model {model_id!r} as a {where}: "

@@ -212,10 +212,12 @@ def _save_checkpoint(path, model, opt, gen, step, tokens, seconds):
 
 
 def export(model, tok, out_dir: Path, report: dict):
-    """Save a folder that from_pretrained loads; drop dropout for inference."""
+    """Save a folder that from_pretrained loads: fp16 weights (half the size in git; the loader
+    upcasts to fp32 on CPU) and no dropout."""
     model.config.resid_pdrop = model.config.embd_pdrop = model.config.attn_pdrop = 0.0
     out_dir.mkdir(parents=True, exist_ok=True)
-    model.save_pretrained(out_dir, safe_serialization=True)
+    model.to(torch.float16).save_pretrained(out_dir, safe_serialization=True)
+    model.to(torch.float32)
     tok.save_pretrained(out_dir)
     (out_dir / "training.json").write_text(json.dumps(report, indent=2))
 

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import copy
 
-import pytest
 
 from specviz import figures
 from specviz.ui import Session, play_handler, reset_handler, step_handler, tick_handler, view_handler
