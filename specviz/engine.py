@@ -277,14 +277,8 @@ class SpeculativeDecoder(_Decoder):
         drafted = torch.tensor(drafts, device=p.device)
         numbers = torch.stack([q[idx, drafted], p[idx, drafted], sampling.tv_distance(p, q),
                                sampling.kl_divergence(p, q), sampling.acceptance_rate(p, q)]).tolist()
-        uniforms, accepts = result.uniforms.tolist(), result.accept_probs.tolist()
-        if len(accepts) < gamma:  # positions after the first rejection were never examined
-            if self.config.kl_budget > 0:
-                plan = sampling.mentored_plan(p[len(accepts):], q[len(accepts):], self.config.kl_budget)
-                rest = plan.accept_probs[torch.arange(gamma - len(accepts)), drafted[len(accepts):]]
-            else:
-                rest = sampling.accept_probability(p[len(accepts):], q[len(accepts):], drafted[len(accepts):])
-            accepts = accepts + rest.tolist()
+        # positions after the first rejection were never examined: show the chance they would have had
+        uniforms, accepts = result.uniforms.tolist(), result.drafted_accept_probs.tolist()
         positions = []
         for i, (ids, (tp, dp), (t_other, d_other)) in enumerate(self._candidates([p, q], drafts)):
             verdict = "accepted" if i < n else "rejected" if i == n else "unexamined"

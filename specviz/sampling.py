@@ -280,8 +280,13 @@ class Verification:
     n_accepted: int
     tokens: list[int]            # accepted draft tokens, then exactly one resampled or bonus token
     uniforms: torch.Tensor       # [n_examined] r_i drawn, compared with accept_probs
-    accept_probs: torch.Tensor   # [n_examined] chance each examined draft token had of acceptance
+    drafted_accept_probs: torch.Tensor  # [gamma] chance every draft token had, examined or not
     final_probs: torch.Tensor    # [V] the distribution the last token was drawn from
+
+    @property
+    def accept_probs(self) -> torch.Tensor:
+        """[n_examined] the chance each examined draft token had of acceptance."""
+        return self.drafted_accept_probs[: self.n_examined]
 
     @property
     def bonus(self) -> bool:
@@ -341,4 +346,4 @@ def verify(target_probs: torch.Tensor, draft_probs: torch.Tensor, draft_tokens: 
         final = target_probs[gamma]
     last = sample(final, generator)
     return Verification(n_accepted=n, tokens=draft_tokens[:n].tolist() + [last],
-                        uniforms=uniforms[:examined], accept_probs=accept[:examined], final_probs=final)
+                        uniforms=uniforms[:examined], drafted_accept_probs=accept, final_probs=final)

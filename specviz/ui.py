@@ -98,7 +98,8 @@ def counters_html(session: Session) -> str:
     spec_rate = s.tokens / s.compute_s if s.compute_s else 0.0
     base_rate = b.tokens / b.compute_s if b.compute_s else 0.0
     speedup = spec_rate / base_rate if base_rate else 0.0
-    alpha = s.accepted / s.examined if s.examined else 0.0
+    stats = spec.stats()
+    alpha = stats["acceptance_rate"]
     draft_ms = sum(t.draft_ms for t in session.traces) / max(s.draft_calls, 1)
     target_ms = 1e3 * b.compute_s / max(b.target_calls, 1)
     c = draft_ms / target_ms if target_ms else 0.0
@@ -111,7 +112,7 @@ def counters_html(session: Session) -> str:
         ("compute time", f"{s.compute_s * 1e3:.0f} ms", f"{b.compute_s * 1e3:.0f} ms"),
         ("tokens / s", f"{spec_rate:.1f}", f"{base_rate:.1f}"),
         ("acceptance rate α", f"{alpha:.2f}", "—"),
-        ("mean acceptance length", f"{spec.stats()['mean_acceptance_length']:.2f}", "1.00"),
+        ("mean acceptance length", f"{stats['mean_acceptance_length']:.2f}", "1.00"),
     ]
     body = "".join(f"<tr><td>{name}</td><td><b>{a}</b></td><td>{bb}</td></tr>" for name, a, bb in rows)
     device = session.pair.device.type
@@ -214,11 +215,10 @@ def view_handler(session, notation, step):
 def time_step_handler(pair: ModelPair, prompt: str, config: DecodeConfig, steps: int = 8) -> tuple[float, float]:
     """Median seconds of the Step handler (with the plots' JSON serialisation that gradio then does)
     and of the engine work inside it (the speculative step and the baseline's catch-up), for the benchmark."""
-    session = Session()
-    start_run(session, Settings(pair.name, prompt, config), pair)
     knobs = ("shakespeare", prompt, config.gamma, config.temperature, config.top_k or 0, config.top_p or 1.0,
-             config.kl_budget, config.seed, config.max_new_tokens)
-    session.settings = settings_from(*knobs)  # the handler then continues this run
+             config.kl_budget, config.seed, config.max_new_tokens)  # the preset name is a label: `pair` is passed in
+    session = Session()
+    start_run(session, settings_from(*knobs), pair)  # the handler then continues this run
     handler_s, engine_s = [], []
     for _ in range(steps):
         if session.spec.finished:

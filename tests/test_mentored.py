@@ -137,6 +137,16 @@ def test_mentored_verify_samples_from_the_plans_output_distribution():
     assert plan.acceptance_rate > acceptance_rate(target, draft).item()
 
 
+def test_mentored_verify_reports_the_plans_chance_at_every_drafted_position():
+    gen = torch.Generator().manual_seed(6)
+    target, draft = random_probs(gen, (4, 10)), random_probs(gen, (3, 10))
+    tokens = torch.tensor([1, 4, 7])
+    plan = mentored_plan(target[:3], draft, 0.2)
+    out = verify(target, draft, tokens, kl_budget=0.2, generator=gen)
+    assert torch.allclose(out.drafted_accept_probs, plan.accept_probs[torch.arange(3), tokens])
+    assert torch.equal(out.accept_probs, out.drafted_accept_probs[: out.n_examined])
+
+
 def test_mentored_verify_draws_bonus_from_the_target():
     probs = torch.tensor([0.25, 0.25, 0.5])
     target = torch.stack([probs, torch.tensor([0.0, 1.0, 0.0])])

@@ -111,6 +111,8 @@ def test_verification_records_one_uniform_per_examined_position():
     assert out.n_accepted == 1 and out.n_examined == 2 and not out.bonus
     assert out.tokens == [0, 1]
     assert out.accept_probs.tolist() == [1.0, 0.0]
+    # the unexamined third position still reports the chance min(1, p/q) = 1 it would have had
+    assert out.drafted_accept_probs.tolist() == [1.0, 0.0, 1.0]
 
 
 def test_same_generator_seed_gives_same_verification():
