@@ -6,7 +6,8 @@ import json
 import os
 import sys
 
-from .engine import DecodeConfig, SpeculativeDecoder, TargetOnlyDecoder
+from .engine import DecodeConfig, DecodingFinished, SpeculativeDecoder, TargetOnlyDecoder
+from .metrics import metrics
 from .models import ModelLoadError, PRESETS, load_pair
 
 COLOURS = {"accepted": "\033[32m", "resampled": "\033[33m", "bonus": "\033[36m", "target": ""}
@@ -23,9 +24,19 @@ def _add_decoding_args(ap: argparse.ArgumentParser) -> None:
 
 
 def config_from(args) -> DecodeConfig:
-    return DecodeConfig(gamma=args.gamma, temperature=args.temperature, top_k=args.top_k or None,
-                        top_p=args.top_p, kl_budget=args.kl_budget, max_new_tokens=args.max_new_tokens,
-                        seed=args.seed)
+    return DecodeConfig.from_knobs(gamma=args.gamma, temperature=args.temperature, top_k=args.top_k,
+                                   top_p=args.top_p, kl_budget=args.kl_budget, max_new_tokens=args.max_new_tokens,
+                                   seed=args.seed)
+
+
+def run_stats(decoder) -> dict:
+    """generate --json's stats: the metric set of specviz.metrics (the baseline: the same keys)."""
+    if isinstance(decoder, SpeculativeDecoder):
+        return {**metrics(decoder.records), "prefill_s": decoder.prefill_s}
+    c = decoder.counters
+    return {"tokens": c.tokens, "target_calls": c.target_calls, "draft_calls": 0, "tokens_per_target_call": 1.0,
+            "wall_s": c.compute_s, "prefill_s": decoder.prefill_s, "acceptance_rate": None,
+            "draft_acceptance_rate": None, "mean_acceptance_length": 1.0, "per_position_acceptance": []}
 
 
 def cmd_generate(args) -> int:
@@ -36,10 +47,7 @@ def cmd_generate(args) -> int:
     if args.json:
         out = {"text": decoder.text, "token_ids": decoder.generated_ids,
                "steps": [] if args.baseline else [s.to_dict() for s in steps],
-               "stats": {**decoder.stats(), "prefill_s": decoder.prefill_s},
-               "notice": decoder.notice}
-        if args.baseline:  # same keys as the speculative run, so scripts need no special case
-            out["stats"].update(acceptance_rate=None, mean_acceptance_length=1.0, per_position_acceptance=[])
+               "stats": run_stats(decoder), "notice": decoder.notice}
         print(json.dumps(out))
         return 0
     if decoder.notice:
@@ -50,7 +58,7 @@ def cmd_generate(args) -> int:
         for tok in ([item] if args.baseline else item.emitted):
             pieces.append(f"{COLOURS[tok.kind]}{tok.text}{RESET}" if colour and COLOURS[tok.kind] else tok.text)
     print(args.prompt + "".join(pieces))
-    stats = decoder.stats()
+    stats = run_stats(decoder)
     legend = "" if args.baseline else "  (green accepted, yellow resampled, cyan bonus)"
     print(f"\n[{stats['tokens']} tokens, {stats['target_calls']} target calls, "
           f"{stats['tokens_per_target_call']:.2f} tokens/call, {stats['wall_s']:.2f} s]{legend}", file=sys.stderr)
@@ -70,9 +78,29 @@ def cmd_bench(args) -> int:
     return 0
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with one-line errors: 'error: ...' and exit status 2, no usage block."""
+
+    def error(self, message):
+        self.exit(2, f"error: {message} (see python -m specviz --help)\n")
+
+
+def cmd_report(args) -> int:
+    from .report import read_prompts, run_report
+
+    summary = run_report(read_prompts(args.prompts), args.out, preset=args.preset, draft=args.draft, target=args.target,
+                         device=args.device, gamma=args.gamma, temperature=args.temperature, runs=args.runs,
+                         max_new_tokens=args.max_new_tokens, kl_budget=args.kl_budget)
+    o = summary["overall"]
+    print(f"{len(summary['prompts'])} prompts, {o['steps']} steps: alpha {o['acceptance_rate']:.3f}, draft acceptance "
+          f"rate {o['draft_acceptance_rate']:.3f}, mean acceptance length {o['mean_acceptance_length']:.2f}; "
+          f"wrote {args.out}/summary.json, traces.jsonl, report.html", file=sys.stderr)
+    return 0
+
+
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m specviz", description="speculative decoding, step by step")
-    sub = ap.add_subparsers(dest="command", required=True)
+    ap = _Parser(prog="python -m specviz", description="speculative decoding, step by step")
+    sub = ap.add_subparsers(dest="command", required=True, parser_class=_Parser)
     gen = sub.add_parser("generate", help="generate text with speculative decoding (or the target-only baseline)")
     gen.add_argument("--prompt", required=True)
     _add_decoding_args(gen)
@@ -89,11 +117,23 @@ def main(argv=None) -> int:
     bench.add_argument("--quick", action="store_true", help="a run of under a minute on a 2-core CPU")
     bench.add_argument("--json", action="store_true")
     bench.set_defaults(func=cmd_bench)
+    report = sub.add_parser("report", help="acceptance metrics over many prompts: summary.json, traces.jsonl, report.html")
+    report.add_argument("--prompts", required=True, help="a text file, one prompt per line")
+    _add_decoding_args(report)
+    report.add_argument("--temperature", type=float, default=1.0)
+    report.add_argument("--kl-budget", type=float, default=0.0)
+    report.add_argument("--runs", type=int, default=1, help="runs per prompt, seeds 0..runs-1")
+    report.add_argument("--max-new-tokens", type=int, default=64)
+    report.add_argument("--out", required=True, help="folder to write into")
+    report.set_defaults(func=cmd_report)
     args = ap.parse_args(argv)
     try:
         return args.func(args)
-    except (ValueError, ModelLoadError) as err:
+    except (ValueError, ModelLoadError, DecodingFinished) as err:
         print(f"error: {err}", file=sys.stderr)
+        return 2
+    except RuntimeError as err:  # e.g. out of memory mid-run
+        print(f"error: the models failed: {str(err).splitlines()[0]}", file=sys.stderr)
         return 2
 
 

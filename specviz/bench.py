@@ -11,8 +11,8 @@ import time
 
 import torch
 
-from . import theory
-from .engine import DecodeConfig, SpeculativeDecoder, TargetOnlyDecoder, _CachedModel
+from .engine import CachedModel, DecodeConfig, SpeculativeDecoder, TargetOnlyDecoder
+from .metrics import metrics
 from .models import load_pair
 
 
@@ -28,7 +28,7 @@ def per_call_latency_ms(calls: list[tuple[object, int]], vocab: int, context: li
     `context`, each measured in isolation: blocks of `block` consecutive calls of one model (as in
     decoding, where a model runs several times in a row with its weights in cache), the blocks of the
     different calls alternating so that drift in the machine's speed hits them alike."""
-    cached = [_CachedModel(model, vocab) for model, _ in calls]
+    cached = [CachedModel(model, vocab) for model, _ in calls]
     for c in cached:
         c.forward(context)
     times = [[] for _ in calls]
@@ -61,8 +61,7 @@ def run_bench(preset=None, draft=None, target=None, device=None, gamma=4, quick=
     seeds = range(seed, seed + (2 if quick else 4))
     new_tokens = 48 if quick else 96
     config = dict(gamma=gamma, temperature=1.0, max_new_tokens=new_tokens)
-    totals = {"spec": [0, 0.0], "base": [0, 0.0], "hf": [0, 0.0]}
-    accepted = examined = target_calls = 0
+    records, calls, hf_tokens, hf_s = [], [], 0, 0.0
     # warm-up: first calls pay one-off allocation costs
     SpeculativeDecoder(pair, prompts[0], DecodeConfig(**config, seed=seed, record=False)).run()
     hf_assisted(pair, pair.encode(prompts[0]), gamma, 8, seed)
@@ -70,48 +69,64 @@ def run_bench(preset=None, draft=None, target=None, device=None, gamma=4, quick=
         for s in seeds:
             spec = SpeculativeDecoder(pair, prompt, DecodeConfig(**config, seed=s, record=False))
             spec.run()
-            totals["spec"][0] += spec.counters.tokens
-            totals["spec"][1] += spec.counters.compute_s
-            accepted, examined = accepted + spec.counters.accepted, examined + spec.counters.examined
-            target_calls += spec.counters.target_calls
+            records += spec.records
             base = TargetOnlyDecoder(pair, prompt, DecodeConfig(**config, seed=s))
             base.run()
-            totals["base"][0] += base.counters.tokens
-            totals["base"][1] += base.counters.compute_s
+            calls += base.call_s
             n, dt = _timed(lambda: hf_assisted(pair, spec.prompt_ids, gamma, new_tokens, s))
-            totals["hf"][0] += n
-            totals["hf"][1] += dt
-    rate = {k: n / t for k, (n, t) in totals.items()}
-    alpha = accepted / examined  # Leviathan's alpha: accepted share of the draft tokens the target tested
+            hf_tokens, hf_s = hf_tokens + n, hf_s + dt
+    m = metrics(records, calls)  # the same metric set the app and the CLI show
+    hf_rate = hf_tokens / hf_s
     context = pair.encode(prompts[0]) * 4
     repeats = 50 if quick else 300
     draft_ms, target_ms, verify_ms = per_call_latency_ms(
         [(pair.draft, 1), (pair.target, 1), (pair.target, gamma + 1)], pair.vocab_size, context, repeats)
-    tokens_per_call = totals["spec"][0] / target_calls
-    c = draft_ms / target_ms
     result = {
-        "preset": pair.name, "device": str(pair.device), "gamma": gamma, "new_tokens_per_run": new_tokens,
+        "preset": pair.name, "device": str(pair.device), "dtype": str(pair.dtype).removeprefix("torch."),
+        "gamma": gamma, "new_tokens_per_run": new_tokens,
         "runs": len(prompts) * len(seeds), "threads": torch.get_num_threads(),
-        "tokens_per_s_speculative": round(rate["spec"], 1), "tokens_per_s_target_only": round(rate["base"], 1),
-        "tokens_per_s_hf_assisted": round(rate["hf"], 1),
-        "speedup_vs_target_only": round(rate["spec"] / rate["base"], 3),
-        "speedup_vs_hf_assisted": round(rate["spec"] / rate["hf"], 3),
-        "acceptance_rate": round(alpha, 4), "tokens_per_target_call": round(tokens_per_call, 3),
+        "tokens_per_s_speculative": round(m["tokens_per_s_speculative"], 1),
+        "tokens_per_s_target_only": round(m["tokens_per_s_target_only"], 1),
+        "tokens_per_s_hf_assisted": round(hf_rate, 1),
+        "speedup_vs_target_only": round(m["speedup"], 3),
+        "speedup_vs_hf_assisted": round(m["tokens_per_s_speculative"] / hf_rate, 3),
+        "acceptance_rate": round(m["acceptance_rate"], 4), "draft_acceptance_rate": round(m["draft_acceptance_rate"], 4),
+        "tokens_per_target_call": round(m["tokens_per_target_call"], 3),
+        "system_efficiency": round(m["system_efficiency"], 3),
         "draft_ms": round(draft_ms, 3), "target_ms": round(target_ms, 3), "target_verify_ms": round(verify_ms, 3),
-        "cost_ratio_c": round(c, 3),
-        "predicted_speedup_thm38": round(theory.expected_speedup(alpha, gamma, c), 3),
-        "predicted_speedup_cost_model": round(tokens_per_call * target_ms / (gamma * draft_ms + verify_ms), 3),
+        "cost_ratio_c": round(m["cost_ratio_c"], 3),
+        "cost_ratio_c_isolated": round(draft_ms / target_ms, 3),
+        "predicted_speedup_thm38": round(m["predicted_speedup_thm38"], 3),
+        "predicted_speedup_cost_model": round(m["tokens_per_target_call"] * target_ms / (gamma * draft_ms + verify_ms), 3),
     }
     result["measured_over_cost_model"] = round(result["speedup_vs_target_only"] / result["predicted_speedup_cost_model"], 3)
     result.update(_ui_step_ratio(pair, prompts[0], config, seed))
     return result
 
 
-def _ui_step_ratio(pair, prompt, config, seed) -> dict:
-    """The UI's Step handler against the engine work it calls (the speculative step plus advancing
-    the target-only baseline to the same length): the ratio is what figures, narration and HTML add."""
-    from .ui import time_step_handler
+def _ui_step_ratio(pair, prompt, config, seed, steps: int = 8) -> dict:
+    """What the app adds to a Step: the run layer's step (the speculative round plus the baseline's
+    catch-up), against that step followed by the views it shows (figures, narration, counters, the
+    step card and the plots' JSON, which gradio sends). Medians over `steps` steps."""
+    from .views import Session, build_view
+    from .run import ComparedRun, RunSettings
 
-    ui_s, engine_s = time_step_handler(pair, prompt, DecodeConfig(**config, seed=seed))
-    return {"ui_step_ms": round(ui_s * 1e3, 2), "engine_step_ms": round(engine_s * 1e3, 2),
-            "ui_over_engine_step": round(ui_s / engine_s, 3)}
+    session = Session()
+    session.run = ComparedRun(RunSettings(pair=pair.ref, prompt=prompt, config=DecodeConfig(**config, seed=seed),
+                                           device=str(pair.device)),
+                              stateless=False)
+    ui_s, engine_s = [], []
+    for _ in range(steps):
+        if session.run.finished:
+            break
+        t0 = time.perf_counter()
+        session.run.step()
+        t1 = time.perf_counter()
+        view = build_view(session, "leviathan")
+        for figure in (view.pq, view.uniform, view.residual, view.history):
+            figure.to_json()
+        ui_s.append(time.perf_counter() - t0)
+        engine_s.append(t1 - t0)
+    ui, engine = statistics.median(ui_s), statistics.median(engine_s)
+    return {"ui_step_ms": round(ui * 1e3, 2), "engine_step_ms": round(engine * 1e3, 2),
+            "ui_over_engine_step": round(ui / engine, 3)}

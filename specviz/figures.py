@@ -1,54 +1,35 @@
-"""Plotly figures and plain-language narration, built from StepTrace records only.
+"""Plotly figures of the full distributions and of the run, built from StepTrace records only.
 
-Colours follow the Okabe-Ito palette (safe for colour-blind viewers), and every distinction
-also has a second cue: draft bars are hatched, the drafted token carries a marker and a bold
-label, verdicts are written as words and symbols.
+Colours are render.py's (Okabe-Ito hues at >= 3:1 contrast on white), and every distinction
+also has a second cue: draft bars are hatched, the drafted token is starred and marked at its own
+bar, verdicts are written as words and symbols.
+
+Probabilities are drawn on one log axis, 1e-3 to 1, in every panel: the accept test is the ratio
+p/q, and on a log axis the gap between a token's two bars *is* log(p/q), while a drafted token of
+probability 0.01 stays a visible bar instead of a sliver beside a 0.6 "other" mass.
 """
 from __future__ import annotations
 
-import html
-
 import plotly.graph_objects as go
 
+from .notation import label, letters, num, show
+from .render import ACCEPT_COLOUR, BONUS_COLOUR, DRAFT_COLOUR, FINAL_COLOUR, MUTED, REJECT_COLOUR, TARGET_COLOUR
 from .trace import StepTrace
 
-TARGET_COLOUR, DRAFT_COLOUR, OVERLAP_COLOUR = "#0072B2", "#E69F00", "#000000"
-ACCEPT_COLOUR, REJECT_COLOUR, FINAL_COLOUR, BONUS_COLOUR = "#009E73", "#D55E00", "#CC79A7", "#56B4E9"
+OVERLAP_COLOUR = "#000000"
+LOG_FLOOR = 1e-3  # the log axis starts here; smaller probabilities sit on the floor with their value in the hover
+PROB_AXIS = {"type": "log", "range": [-3, 0.05], "tickvals": [1e-3, 1e-2, 0.1, 1], "ticktext": ["0.001", "0.01", "0.1", "1"]}
 
 # A small white theme: plotly's full named templates would ship ~6 kB with every figure.
 _GRID = {"gridcolor": "#E5ECF6", "zerolinecolor": "#C8D4E3", "linecolor": "#C8D4E3", "automargin": True}
 TEMPLATE = {"layout": {"plot_bgcolor": "white", "paper_bgcolor": "white", "xaxis": _GRID, "yaxis": _GRID,
                        "font": {"color": "#2a3f5f"}}}
 
-# name -> (target letter, draft letter, description)
-NOTATIONS = {
-    "leviathan": ("p", "q", "Leviathan et al. / seed 000: p = target, q = draft"),
-    "deepmind": ("q", "p", "seed 003 (mentored decoding): p = draft, q = target"),
-    "seed004": ("φ", "θ", "seed 004: θ = draft, φ = target"),
-}
-
-
-def letters(notation: str) -> tuple[str, str]:
-    if notation not in NOTATIONS:
-        raise ValueError(f"unknown notation {notation!r}; choose one of {sorted(NOTATIONS)}")
-    return NOTATIONS[notation][:2]
-
-
-def num(x: float) -> str:
-    """A probability readable at any scale: 0.42, 0.031, 2.1e-05."""
-    return f"{x:.2f}" if x >= 0.095 or x == 0 else f"{x:.2g}" if x >= 1e-3 else f"{x:.1e}"
-
-
-def show(text: str) -> str:
-    """A token's text made visible: spaces and newlines as symbols."""
-    return text.replace(" ", "␣").replace("\n", "⏎").replace("\t", "⇥") or "∅"
-
-
 def _layout(title: str, height: int, **extra) -> dict:
     top, bottom = 100, 40
     legend_y = 1 + 28 / (height - top - bottom)  # a line above the plot area, below the title
     return {"title": {"text": title, "x": 0.01, "y": 1 - 12 / height, "yanchor": "top", "font": {"size": 15}},
-            "height": height, "barmode": "overlay", "margin": {"l": 50, "r": 20, "t": top, "b": bottom},
+            "height": height, "barmode": extra.pop("barmode", "overlay"), "margin": {"l": 50, "r": 20, "t": top, "b": bottom},
             "template": TEMPLATE, "font": {"size": 13},
             "legend": {"orientation": "h", "yanchor": "bottom", "y": legend_y, "xanchor": "left", "x": 0}, **extra}
 
@@ -68,104 +49,134 @@ def _axis(i: int) -> tuple[str, str]:
     return ("x" if i == 0 else f"x{i + 1}"), ("y" if i == 0 else f"y{i + 1}")
 
 
+def _shown(candidates, must: int, values) -> list[int]:
+    """Indices of the candidates worth a bar: any non-zero value among `values`, or the must-show token."""
+    return [i for i, c in enumerate(candidates) if c.id == must or any(v(c) > 0 for v in values)]
+
+
+def _floor(values: list[float]) -> list[float]:
+    return [max(v, LOG_FLOOR) for v in values]
+
+
 def pq_figure(trace: StepTrace, notation: str = "leviathan") -> go.Figure:
-    """2. Verify: target and draft bars over each drafted position's top tokens plus 'other'."""
+    """2. Verify: target and draft bars over each drafted position's top tokens, on one log axis."""
     t, d = letters(notation)
     n = len(trace.positions)
-    gap = 0.35 / n if n > 1 else 0.0
+    gap = 0.45 / n if n > 1 else 0.0
     height = (1 - gap * (n - 1)) / n
     data, layout_axes, notes = [], {}, []
     for i, pos in enumerate(trace.positions):
         x_ref, y_ref = _axis(i)
         top = 1 - i * (height + gap)
-        layout_axes["xaxis" + x_ref[1:]] = {"anchor": y_ref, "domain": [0, 1], "tickfont": {"size": 11}}
-        layout_axes["yaxis" + y_ref[1:]] = {"anchor": x_ref, "domain": [max(top - height, 0), top], "rangemode": "tozero"}
+        layout_axes["xaxis" + x_ref[1:]] = {"anchor": y_ref, "domain": [0, 1], "tickfont": {"size": 12}, "type": "category"}
+        layout_axes["yaxis" + y_ref[1:]] = {"anchor": x_ref, "domain": [max(top - height, 0), top], **PROB_AXIS}
         ratio = pos.target_prob / pos.draft_prob if pos.draft_prob > 0 else float("inf")
-        notes.append({"text": f"<b>position {pos.index + 1}</b>: drafted “{show(pos.draft_text)}”   {t}/{d} = {ratio:.2f}   "
-                              f"overlap Σmin({t},{d}) = {pos.overlap:.2f}   → <b>{pos.verdict}</b>",
+        notes.append({"text": f"<b>position {pos.index + 1}</b>: drafted “{label(pos.draft_text, 12)}”  {t}/{d} = {ratio:.2f}  "
+                              f"→ <b>{pos.verdict}</b>  ·  other tokens: {t} {num(pos.target_other)}, {d} {num(pos.draft_other)}",
                       "x": 0, "y": top, "xref": "paper", "yref": "paper", "xanchor": "left", "yanchor": "bottom",
-                      "showarrow": False, "font": {"size": 13}})
-        labels = _unique([("★ " if c.id == pos.draft_token else "") + show(c.text) for c in pos.candidates] + ["other"])
-        target = [c.target_prob for c in pos.candidates] + [pos.target_other]
-        draft = [c.draft_prob for c in pos.candidates] + [pos.draft_other]
-        overlap = [min(a, b) for a, b in zip(target, draft)]
+                      "showarrow": False, "font": {"size": 12}})
+        keep = _shown(pos.candidates, pos.draft_token, [lambda c: c.target_prob, lambda c: c.draft_prob])
+        cands = [pos.candidates[j] for j in keep]
+        labels = _unique([("★" if c.id == pos.draft_token else "") + label(c.text) for c in cands])
         axes = {"xaxis": x_ref, "yaxis": y_ref, "showlegend": i == 0}
-        drafted = labels[_index_of(pos.candidates, pos.draft_token)]
-        colour = ACCEPT_COLOUR if pos.verdict == "accepted" else REJECT_COLOUR if pos.verdict == "rejected" else "#777"
+        drafted = next(j for j, c in enumerate(cands) if c.id == pos.draft_token)
+        colour = ACCEPT_COLOUR if pos.verdict == "accepted" else REJECT_COLOUR if pos.verdict == "rejected" else MUTED
+        hover = [f"{show(c.text)}: {t} = {num(c.target_prob)}, {d} = {num(c.draft_prob)}" for c in cands]
         data += [
-            {"type": "bar", "x": labels, "y": target, "name": f"target {t}(x)", "marker": {"color": TARGET_COLOUR},
-             "opacity": 0.55, "offsetgroup": "t", "legendgroup": "t", **axes},
-            {"type": "bar", "x": labels, "y": draft, "name": f"draft {d}(x)", "opacity": 0.55, "offsetgroup": "d",
-             "marker": {"color": DRAFT_COLOUR, "pattern": {"shape": "/"}}, "legendgroup": "d", **axes},
-            {"type": "scatter", "x": labels, "y": overlap, "mode": "markers", "name": f"overlap min({t},{d})",
-             "marker": {"symbol": "line-ew-open", "size": 22, "color": OVERLAP_COLOUR, "line": {"width": 3}},
-             "legendgroup": "o", **axes},
-            {"type": "scatter", "x": [drafted], "y": [max(pos.target_prob, pos.draft_prob)], "mode": "markers+text",
-             "text": ["drafted"], "textposition": "top center", "name": "drafted token", "legendgroup": "x",
-             "marker": {"symbol": "triangle-down", "size": 12, "color": colour}, **axes},
+            {"type": "bar", "x": labels, "y": _floor([c.target_prob for c in cands]), "name": f"target {t}(x)",
+             "marker": {"color": TARGET_COLOUR}, "offsetgroup": "t", "legendgroup": "t", "hovertext": hover,
+             "hoverinfo": "text", **axes},
+            {"type": "bar", "x": labels, "y": _floor([c.draft_prob for c in cands]), "name": f"draft {d}(x)",
+             "marker": {"color": "white", "line": {"color": DRAFT_COLOUR, "width": 2},
+                        "pattern": {"shape": "/", "fgcolor": DRAFT_COLOUR, "solidity": 0.5}},
+             "offsetgroup": "d", "legendgroup": "d", "hovertext": hover, "hoverinfo": "text", **axes},
+            {"type": "scatter", "x": [labels[drafted]], "y": [max(pos.target_prob, pos.draft_prob, LOG_FLOOR) * 1.5],
+             "mode": "markers", "name": "drafted token (colour: verdict)", "legendgroup": "x",
+             "marker": {"symbol": "triangle-down", "size": 13, "color": colour}, **axes},
         ]
-    return _figure(data, _layout(f"2. Verify — target {t} vs draft {d} at each drafted position", 150 + 230 * n,
-                                 annotations=notes, **layout_axes))
+    return _figure(data, _layout(f"2. Verify — target {t} vs draft {d} at each drafted position (log scale)", 150 + 200 * n,
+                                 annotations=notes, barmode="group", **layout_axes))
 
 
 def uniform_figure(trace: StepTrace, notation: str = "leviathan") -> go.Figure:
-    """The draw r ~ U(0, 1) on a line, against the acceptance threshold min(1, p/q)."""
+    """The draw u ~ U(0, 1) on a line, against each examined position's accept chance."""
     t, d = letters(notation)
-    rule = "mentored r(x)" if trace.kl_budget > 0 else f"min(1, {t}/{d})"
+    rule = "the mentored accept chance" if trace.kl_budget > 0 else f"min(1, {t}/{d})"
+    if trace.greedy:
+        rule = f"min(1, {t}/{d}), 0 or 1 at temperature 0: u does not decide"
     data, notes = [], []
     for pos in trace.positions:
-        y = f"pos {pos.index + 1} “{show(pos.draft_text)}”"
+        y = f"{pos.index + 1} “{label(pos.draft_text)}”"
         a, first = pos.accept_prob, pos.index == 0
         if pos.uniform is None:  # never examined: an earlier position was rejected
             data.append({"type": "bar", "y": [y], "x": [1], "base": 0, "orientation": "h", "width": 0.5,
-                         "marker": {"color": "#bbbbbb"}, "opacity": 0.4, "name": "not examined", "showlegend": False})
-            notes.append({"y": y, "x": 0.5, "text": "not examined (an earlier token was rejected)", "showarrow": False,
-                          "font": {"color": "#444"}})
+                         "marker": {"color": "#d0d0d0"}, "name": "not examined", "showlegend": False})
+            notes.append({"y": y, "x": 0.5, "text": "not examined (an earlier draft was rejected)", "showarrow": False,
+                          "font": {"color": "#333"}})
             continue
         symbol = "✓" if pos.verdict == "accepted" else "✗"
         data += [
-            {"type": "bar", "y": [y], "x": [a], "base": 0, "orientation": "h", "width": 0.5, "opacity": 0.45,
-             "marker": {"color": ACCEPT_COLOUR}, "name": "accept zone r < threshold", "legendgroup": "acc", "showlegend": first},
-            {"type": "bar", "y": [y], "x": [1 - a], "base": a, "orientation": "h", "width": 0.5, "opacity": 0.35,
-             "marker": {"color": REJECT_COLOUR, "pattern": {"shape": "x"}}, "name": "reject zone", "legendgroup": "rej",
-             "showlegend": first},
-            {"type": "scatter", "y": [y], "x": [pos.uniform], "mode": "markers+text", "textposition": "top center",
-             "text": [f"r = {num(pos.uniform)} {symbol} threshold {num(a)}"], "name": "uniform draw r", "legendgroup": "r",
-             "marker": {"symbol": "diamond", "size": 16, "color": OVERLAP_COLOUR}, "showlegend": first},
+            {"type": "bar", "y": [y], "x": [a], "base": 0, "orientation": "h", "width": 0.5,
+             "marker": {"color": ACCEPT_COLOUR}, "name": "accept zone u < accept chance", "legendgroup": "acc", "showlegend": first},
+            {"type": "bar", "y": [y], "x": [1 - a], "base": a, "orientation": "h", "width": 0.5,
+             "marker": {"color": "white", "line": {"color": REJECT_COLOUR, "width": 2},
+                        "pattern": {"shape": "x", "fgcolor": REJECT_COLOUR, "solidity": 0.4}},
+             "name": "reject zone", "legendgroup": "rej", "showlegend": first},
+            {"type": "scatter", "y": [y], "x": [pos.uniform], "mode": "markers", "name": "uniform draw u",
+             "legendgroup": "u", "marker": {"symbol": "diamond", "size": 15, "color": OVERLAP_COLOUR,
+                                            "line": {"color": "white", "width": 1}}, "showlegend": first},
         ]
-    return _figure(data, _layout(f"2. Verify — uniform draw r against the threshold {rule}", 150 + 60 * len(trace.positions),
-                                 annotations=notes, xaxis={"range": [0, 1], "title": {"text": f"accept when r < threshold = {rule}"}},
-                                 yaxis={"autorange": "reversed"}))
+        notes.append({"y": y, "x": 1.0, "xanchor": "left", "text": f" u = {num(pos.uniform)} {symbol} {num(a)}",
+                      "showarrow": False, "font": {"size": 12}})
+    layout = _layout(f"2. Verify — uniform draw u against {rule}", 150 + 52 * len(trace.positions),
+                     annotations=notes, xaxis={"range": [0, 1], "title": {"text": "u and the accept chance"}},
+                     yaxis={"autorange": "reversed", "automargin": True})
+    layout["margin"]["r"] = 120  # room for the "u = … ✓ …" notes right of the track
+    return _figure(data, layout)
 
 
 def residual_figure(trace: StepTrace, notation: str = "leviathan") -> go.Figure:
     """3. Correct: the residual norm(max(0, p - q)) (or mentored s) at the first rejection, or the bonus."""
     t, d = letters(notation)
     c = trace.correction
-    labels = _unique([("★ " if x.id == c.token else "") + show(x.text) for x in c.candidates] + ["other"])
-    final = [x.final_prob for x in c.candidates] + [c.final_other]
+    lossy = trace.kl_budget > 0 and c.kind == "resampled"
+    keep = _shown(c.candidates, c.token, [lambda x: x.final_prob] + ([] if c.kind == "bonus" else
+                                                                      [lambda x: x.target_prob, lambda x: x.draft_prob]))
+    cands = [c.candidates[j] for j in keep]
+    labels = _unique([("★" if x.id == c.token else "") + label(x.text) for x in cands])
     data = []
     if c.kind == "resampled":
-        dist = "mentored s(x)" if trace.kl_budget > 0 else f"norm(max(0, {t} − {d}))"
+        dist = "mentored s(x)" if lossy else f"norm(max(0, {t} − {d}))"
         title = f"3. Correct — rejected at position {c.position + 1}: resample from {dist}"
         data += [
-            {"type": "bar", "x": labels[:-1], "y": [x.target_prob for x in c.candidates], "name": f"target {t}(x)",
-             "marker": {"color": TARGET_COLOUR}, "opacity": 0.25, "offsetgroup": "t"},
-            {"type": "bar", "x": labels[:-1], "y": [x.draft_prob for x in c.candidates], "name": f"draft {d}(x)",
-             "marker": {"color": DRAFT_COLOUR, "pattern": {"shape": "/"}}, "opacity": 0.25, "offsetgroup": "d"},
+            {"type": "bar", "x": labels, "y": _floor([x.target_prob for x in cands]), "name": f"target {t}(x)",
+             "marker": {"color": TARGET_COLOUR}, "offsetgroup": "t"},
+            {"type": "bar", "x": labels, "y": _floor([x.draft_prob for x in cands]), "name": f"draft {d}(x)",
+             "marker": {"color": "white", "line": {"color": DRAFT_COLOUR, "width": 2},
+                        "pattern": {"shape": "/", "fgcolor": DRAFT_COLOUR, "solidity": 0.5}}, "offsetgroup": "d"},
         ]
+        if lossy:
+            residual = dict(zip((x.id for x in c.candidates), c.residual_probs))
+            data.append({"type": "bar", "x": labels, "y": _floor([residual[x.id] for x in cands]),
+                         "name": f"exact residual norm(max(0, {t} − {d}))", "offsetgroup": "r",
+                         "marker": {"color": "white", "line": {"color": MUTED, "width": 2},
+                                    "pattern": {"shape": ".", "fgcolor": MUTED}}})
     else:
         dist = f"the target's next distribution {t}"
         title = f"3. Correct — all {trace.gamma} drafts accepted: bonus token from {dist}"
     colour = FINAL_COLOUR if c.kind == "resampled" else BONUS_COLOUR
+    chosen = next(j for j, x in enumerate(cands) if x.id == c.token)
     data += [
-        {"type": "bar", "x": labels, "y": final, "name": dist, "offsetgroup": "f",
-         "marker": {"color": colour, "line": {"color": "#333", "width": 1}}},
-        {"type": "scatter", "x": [labels[_index_of(c.candidates, c.token)]], "y": [max(final[:-1] or [0])],
-         "mode": "markers+text", "text": [f"{c.kind}: “{show(c.text)}”"], "textposition": "top center",
-         "marker": {"symbol": "star", "size": 16, "color": OVERLAP_COLOUR}, "name": f"{c.kind} token"},
+        {"type": "bar", "x": labels, "y": _floor([x.final_prob for x in cands]), "name": dist, "offsetgroup": "f",
+         "marker": {"color": colour}},
+        {"type": "scatter", "x": [labels[chosen]], "y": [max(cands[chosen].final_prob, LOG_FLOOR) * 1.6],
+         "mode": "markers", "marker": {"symbol": "star", "size": 15, "color": OVERLAP_COLOUR},
+         "name": f"{c.kind} token “{label(c.text, 12)}”"},
     ]
-    return _figure(data, _layout(title, 380, yaxis={"rangemode": "tozero"}))
+    note = {"text": f"other tokens: {num(c.final_other)} of {dist}", "x": 1, "y": 0, "xref": "paper", "yref": "paper",
+            "xanchor": "right", "yanchor": "bottom", "showarrow": False, "font": {"size": 12, "color": "#333"}}
+    return _figure(data, _layout(title, 360, yaxis=PROB_AXIS, xaxis={"type": "category"}, barmode="group",
+                                 annotations=[note]))
 
 
 def history_figure(traces: list[StepTrace], notation: str = "leviathan") -> go.Figure:
@@ -193,74 +204,6 @@ def history_figure(traces: list[StepTrace], notation: str = "leviathan") -> go.F
                                          "title": {"text": "overlap"}}))
 
 
-def narration(trace: StepTrace, notation: str = "leviathan") -> str:
-    """A plain-language account of the step, in the algorithm's order (Markdown)."""
-    t, d = letters(notation)
-    drafted = ", ".join(f"“{show(p.draft_text)}” ({d} = {num(p.draft_prob)})" for p in trace.positions)
-    lines = [f"#### Step {trace.step}", f"**1. Draft:** the draft model proposed {trace.gamma} tokens: {drafted}.",
-             "", "**2. Verify:** the target scored all of them in one forward pass."]
-    rule = "mentored r" if trace.kl_budget > 0 else f"min(1, {t}/{d})"
-    for p in trace.positions:
-        if p.uniform is None:
-            lines.append(f"- “{show(p.draft_text)}”: not examined, an earlier token was rejected.")
-            continue
-        cmp = "<" if p.verdict == "accepted" else "≥"
-        lines.append(f"- “{show(p.draft_text)}”: the draft gave {d} = {num(p.draft_prob)}, the target gives {t} = "
-                     f"{num(p.target_prob)}; accepted with probability {rule} = {num(p.accept_prob)}; "
-                     f"r = {num(p.uniform)} {cmp} {num(p.accept_prob)}: **{p.verdict}**.")
-    c = trace.correction
-    lines.append("")
-    if c.kind == "resampled":
-        dist = "the mentored distribution s" if trace.kl_budget > 0 else f"the residual norm(max(0, {t} − {d}))"
-        lines.append(f"**3. Correct:** position {c.position + 1} was rejected, so a replacement “{show(c.text)}” "
-                     f"was drawn from {dist}, which puts mass only where the target wants more than the draft gave.")
-    else:
-        lines.append(f"**3. Correct:** every drafted token was accepted, so the target's distribution at the next "
-                     f"position (already computed) gave a bonus token “{show(c.text)}” for free.")
-    lines.append(f"\nThis step emitted **{len(trace.emitted)} token(s) for one target forward pass** "
-                 f"({trace.n_accepted} accepted + 1 {c.kind}).")
-    if trace.kl_budget > 0:
-        lines.append(f"\n*Mentored decoding (KL budget {trace.kl_budget:g} nats): lossy, the output may differ "
-                     f"from the target's distribution by up to that KL at each position.*")
-    if trace.notice:
-        lines.append(f"\n*Note: {trace.notice}.*")
-    return "\n".join(lines)
-
-
-CHIP_STYLE = {
-    "accepted": ("✓", "#d9f2e9", ACCEPT_COLOUR, "solid", ""),
-    "rejected": ("✗", "#fbe3d6", REJECT_COLOUR, "solid", "text-decoration: line-through; opacity: 0.75;"),
-    "resampled": ("↻", "#f5e1ee", FINAL_COLOUR, "dashed", ""),
-    "bonus": ("★", "#ddeffa", "#0072B2", "double", ""),
-}
-
-
-def chip(text: str, verdict: str, step: int | None) -> str:
-    """A token chip; step=None makes a legend swatch (no data attributes, not clickable)."""
-    symbol, bg, border, style, extra = CHIP_STYLE[verdict]
-    attrs = (f'class="chip" data-verdict="{verdict}" data-step="{step}" title="step {step}: {verdict}"'
-             if step is not None else f'class="legend-chip" title="{verdict}"')
-    return (f'<span {attrs} '
-            f'style="display:inline-block; margin:2px 1px; padding:1px 5px; border-radius:6px; cursor:pointer; '
-            f'background:{bg}; border:2px {style} {border}; font-family:monospace; white-space:pre; {extra}">'
-            f'<sup style="font-size:0.7em">{symbol}</sup>{html.escape(show(text))}</span>')
-
-
-def timeline_html(prompt: str, traces: list[StepTrace], selected: int | None = None) -> str:
-    """Prompt, then each step's accepted / rejected / resampled / bonus tokens as chips."""
-    parts = [f'<span style="color:#666; white-space:pre-wrap">{html.escape(prompt)}</span>']
-    for tr in traces:
-        mark = "outline: 3px solid #444;" if tr.step == selected else ""
-        inner = [chip(e.text, e.kind, tr.step) for e in tr.emitted[: tr.n_accepted]]
-        inner += [chip(r.text, "rejected", tr.step) for r in tr.rejected]
-        inner += [chip(e.text, e.kind, tr.step) for e in tr.emitted[tr.n_accepted:]]
-        parts.append(f'<span class="step-group" data-step="{tr.step}" style="{mark} border-radius:6px">{"".join(inner)}</span>')
-    legend = " ".join(chip(k, k, None) for k in CHIP_STYLE)
-    return (f'<div style="line-height:2.0; font-size:15px">{"".join(parts)}</div>'
-            f'<div class="legend" style="margin-top:8px; font-size:12px; color:#555">legend: {legend} '
-            f'· click a chip to show its step</div>')
-
-
 def _unique(labels: list[str]) -> list[str]:
     seen: dict[str, int] = {}
     out = []
@@ -275,3 +218,197 @@ def _index_of(candidates, token_id: int) -> int:
         if c.id == token_id:
             return i
     return len(candidates)  # "other"
+
+
+# ----------------------------------------------------------------------------- playground (toy distributions)
+
+
+def _token_labels(tokens: list[str], marks: list[str] | None = None) -> list[str]:
+    labels = _unique([label(t, 10) for t in tokens])
+    return labels if marks is None else [f"{x} {m}".strip() for x, m in zip(labels, marks)]
+
+
+def decomposition_figure(dec: dict, tokens: list[str], notation: str = "leviathan") -> go.Figure:
+    """Accepted mass min(p, q) stacked with rejected mass x residual: the stack is p, token by token."""
+    t, d = letters(notation)
+    marks = ["▼ over" if o else "▲ under" if u else "" for o, u in zip(dec["over_sampled"], dec["under_sampled"])]
+    x = _token_labels(tokens, marks)
+    data = [
+        {"type": "bar", "x": x, "y": dec["accepted"], "name": f"accepted: min({t}, {d})", "marker": {"color": ACCEPT_COLOUR}},
+        {"type": "bar", "x": x, "y": dec["rejected_times_residual"],
+         "name": f"rejected mass {1 - dec['acceptance_rate']:.2f} × residual norm(max(0, {t} − {d}))",
+         "marker": {"color": "white", "line": {"color": FINAL_COLOUR, "width": 2},
+                    "pattern": {"shape": "/", "fgcolor": FINAL_COLOUR, "solidity": 0.5}}},
+        {"type": "scatter", "x": x, "y": dec["target"], "mode": "markers", "name": f"target {t}: the stack's height",
+         "marker": {"symbol": "line-ew-open", "size": 30, "color": OVERLAP_COLOUR, "line": {"width": 3}}},
+        {"type": "scatter", "x": x, "y": dec["draft"], "mode": "markers", "name": f"draft {d}",
+         "marker": {"symbol": "diamond-open", "size": 12, "color": DRAFT_COLOUR, "line": {"width": 2}}},
+    ]
+    title = (f"Why the output is exactly {t}: acceptance rate Σmin({t},{d}) = 1 − TV = {dec['acceptance_rate']:.3f} "
+             f"(▼ over-sampled by the draft, ▲ under-sampled)")
+    return _figure(data, _layout(title, 380, barmode="stack", yaxis={"rangemode": "tozero", "title": {"text": "probability"}},
+                                 xaxis={"type": "category"}))
+
+
+VARIANT_STYLE = {
+    "exact": ("exact: resample from the residual", ACCEPT_COLOUR, ""),
+    "resample-target": ("wrong: resample from the target", REJECT_COLOUR, "x"),
+    "keep-draft": ("wrong: keep the draft token anyway", DRAFT_COLOUR, "/"),
+}
+
+
+def histogram_figure(results: list[dict], tokens: list[str], notation: str = "leviathan") -> go.Figure:
+    """Monte Carlo frequencies of each rule beside the target, with chi-square p-values."""
+    t, _ = letters(notation)
+    x = _token_labels(tokens)
+    data = []
+    for r in results:
+        name, colour, shape = VARIANT_STYLE[r["variant"]]
+        marker = {"color": colour} if not shape else {"color": "white", "line": {"color": colour, "width": 2},
+                                                       "pattern": {"shape": shape, "fgcolor": colour, "solidity": 0.45}}
+        data.append({"type": "bar", "x": x, "y": r["frequencies"], "name": f"{name} (p-value {r['p_value']:.3g})",
+                     "marker": marker})
+    if results:
+        data.append({"type": "scatter", "x": x, "y": results[0]["expected"], "mode": "markers", "name": f"target {t}",
+                     "marker": {"symbol": "line-ew-open", "size": 26, "color": OVERLAP_COLOUR, "line": {"width": 3}}})
+    n = results[0]["samples"] if results else 0
+    title = f"{n:,} rounds per rule: observed frequencies against {t} (chi-square p-value: small = biased)"
+    return _figure(data, _layout(title, 400, barmode="group", yaxis={"rangemode": "tozero", "title": {"text": "frequency"}},
+                                 xaxis={"type": "category"}))
+
+
+def mentored_figure(m: dict, tokens: list[str], notation: str = "leviathan") -> go.Figure:
+    """Seed 003's plan: tokens by ratio with the two thresholds, and the acceptance-vs-KL frontier."""
+    t, d = letters(notation)
+    order = m["order"]
+    x = _token_labels([tokens[i] for i in order], [f"({r:.2f})" if r != float("inf") else "(∞)" for r in m["ratio"]])
+    pick = (lambda key: [m[key][i] for i in order])
+    ax = {"xaxis": "x", "yaxis": "y"}
+    data = [
+        {"type": "bar", "x": x, "y": pick("target"), "name": f"target {t}", "marker": {"color": TARGET_COLOUR}, **ax},
+        {"type": "bar", "x": x, "y": pick("output"), "name": "mentored output π", "marker": {"color": FINAL_COLOUR}, **ax},
+        {"type": "bar", "x": x, "y": pick("draft"), "name": f"draft {d}",
+         "marker": {"color": "white", "line": {"color": DRAFT_COLOUR, "width": 2},
+                    "pattern": {"shape": "/", "fgcolor": DRAFT_COLOUR, "solidity": 0.5}}, **ax},
+        {"type": "scatter", "x": x, "y": pick("accept_chance"), "mode": "lines+markers", "name": "mentored accept chance",
+         "line": {"color": ACCEPT_COLOUR, "width": 3}, "xaxis": "x", "yaxis": "y3"},
+        {"type": "scatter", "x": x, "y": pick("exact_accept_chance"), "mode": "lines+markers",
+         "name": f"exact accept chance min(1, {t}/{d})", "line": {"color": MUTED, "dash": "dash"}, "xaxis": "x", "yaxis": "y3"},
+        {"type": "scatter", "x": m["frontier"]["kl"], "y": m["frontier"]["acceptance_rate"], "mode": "lines",
+         "name": "best acceptance at each KL", "line": {"color": OVERLAP_COLOUR}, "xaxis": "x2", "yaxis": "y2"},
+        {"type": "scatter", "x": [m["kl"]], "y": [m["acceptance_rate"]], "mode": "markers", "name": "this budget",
+         "marker": {"symbol": "star", "size": 16, "color": FINAL_COLOUR}, "xaxis": "x2", "yaxis": "y2"},
+        {"type": "scatter", "x": [0], "y": [m["exact_acceptance_rate"]], "mode": "markers", "name": "exact decoding (KL 0)",
+         "marker": {"symbol": "circle", "size": 11, "color": ACCEPT_COLOUR}, "xaxis": "x2", "yaxis": "y2"},
+    ]
+    title = (f"Mentored decoding at KL ≤ {m['kl_budget']:g}: acceptance {m['acceptance_rate']:.3f} "
+             f"(exact {m['exact_acceptance_rate']:.3f}), KL spent {m['kl']:.3f}; thresholds on {t}/{d}: "
+             f"lower {m['lower_threshold']:.2f}, upper {m['upper_threshold']:.2f}")
+    layout = _layout(title, 420, barmode="group",
+                     xaxis={"domain": [0, 0.58], "type": "category", "title": {"text": f"tokens by ratio {t}/{d}"}},
+                     yaxis={"rangemode": "tozero", "title": {"text": "probability"}},
+                     yaxis3={"overlaying": "y", "side": "right", "range": [0, 1.05], "showgrid": False,
+                             "title": {"text": "accept chance"}},
+                     xaxis2={"domain": [0.7, 1], "anchor": "y2", "title": {"text": f"KL({t} ‖ output)"}},
+                     yaxis2={"anchor": "x2", "range": [0, 1.02], "title": {"text": "acceptance rate"}})
+    return _figure(data, layout)
+
+
+# ----------------------------------------------------------------------------- analytics (debugging a pair)
+
+
+def rolling_alpha(traces: list[StepTrace], window: int = 10) -> list[float]:
+    """Leviathan's alpha over the last `window` steps at each step: accepted / tested drafts."""
+    out = []
+    for i in range(len(traces)):
+        recent = traces[max(0, i - window + 1): i + 1]
+        tested = sum(sum(p.uniform is not None for p in tr.positions) for tr in recent)
+        out.append(sum(tr.n_accepted for tr in recent) / tested if tested else 0.0)
+    return out
+
+
+def analytics_figure(traces: list[StepTrace], m: dict, notation: str = "leviathan") -> go.Figure:
+    """Four panels from the run's traces and its metrics(): the acceptance-length histogram against
+    the truncated geometric law of the measured alpha; per-position acceptance against alpha^(i+1);
+    rolling alpha with each step's TV and KL between the two models; expected speedup against gamma
+    from the measured alpha and c (Thm 3.8), with the current and the best gamma."""
+    from . import theory
+    from .config import GAMMA_MAX
+
+    t, d = letters(notation)
+    gamma, alpha = m.get("gamma") or 0, m.get("acceptance_rate") or 0.0
+    ks = list(range(gamma + 1))
+    steps = list(range(1, len(traces) + 1))
+
+    def tested_mean(tr, key):
+        tested = [getattr(p, key) for p in tr.positions if p.uniform is not None]
+        return sum(tested) / len(tested) if tested else 0.0
+    data = [
+        {"type": "bar", "x": ks, "y": m.get("acceptance_length_histogram", []), "name": "steps by drafts accepted",
+         "marker": {"color": ACCEPT_COLOUR}, "xaxis": "x", "yaxis": "y"},
+        {"type": "scatter", "x": ks, "y": m.get("expected_acceptance_length_histogram", []), "mode": "markers+lines",
+         "name": "truncated geometric at the measured α", "line": {"color": OVERLAP_COLOUR, "dash": "dot"},
+         "xaxis": "x", "yaxis": "y"},
+        {"type": "bar", "x": list(range(1, gamma + 1)), "y": m.get("per_position_acceptance", []),
+         "name": "per-position acceptance", "marker": {"color": TARGET_COLOUR}, "xaxis": "x2", "yaxis": "y2"},
+        {"type": "scatter", "x": list(range(1, gamma + 1)), "y": [alpha ** (i + 1) for i in range(gamma)],
+         "mode": "markers+lines", "name": "α^i if acceptances were independent", "line": {"color": OVERLAP_COLOUR, "dash": "dot"},
+         "xaxis": "x2", "yaxis": "y2"},
+        {"type": "scatter", "x": steps, "y": rolling_alpha(traces), "mode": "lines", "name": "α over the last 10 steps",
+         "line": {"color": ACCEPT_COLOUR, "width": 3}, "xaxis": "x3", "yaxis": "y3"},
+        {"type": "scatter", "x": steps, "y": [tested_mean(tr, "tv") for tr in traces], "mode": "lines",
+         "name": f"TV({t}, {d}) per step", "line": {"color": REJECT_COLOUR}, "xaxis": "x3", "yaxis": "y3"},
+        {"type": "scatter", "x": steps, "y": [tested_mean(tr, "kl") for tr in traces], "mode": "lines",
+         "name": f"KL({t} ‖ {d}) per step", "line": {"color": FINAL_COLOUR, "dash": "dash"}, "xaxis": "x3", "yaxis": "y3"},
+    ]
+    c = m.get("cost_ratio_c")
+    gammas = list(range(1, GAMMA_MAX + 1))
+    if c:
+        curve = [theory.expected_speedup(alpha, g, c) for g in gammas]
+        best = m["best_gamma"]
+        data += [
+            {"type": "scatter", "x": gammas, "y": curve, "mode": "lines", "name": f"Thm 3.8 at α {alpha:.2f}, c {c:.2f}",
+             "line": {"color": OVERLAP_COLOUR}, "xaxis": "x4", "yaxis": "y4"},
+            {"type": "scatter", "x": [gamma, best], "y": [curve[gamma - 1], curve[best - 1]], "mode": "markers+text",
+             "text": ["current γ", "best γ"], "textposition": "top center", "name": "current and best γ",
+             "marker": {"symbol": ["circle", "star"], "size": 13, "color": [TARGET_COLOUR, FINAL_COLOUR]},
+             "xaxis": "x4", "yaxis": "y4"},
+        ]
+    else:  # no timings (a report): what each gamma yields per target pass
+        curve = [theory.expected_tokens_per_target_call(alpha, g) for g in gammas]
+        data.append({"type": "scatter", "x": gammas, "y": curve, "mode": "lines", "name": "expected tokens per target pass",
+                     "line": {"color": OVERLAP_COLOUR}, "xaxis": "x4", "yaxis": "y4"})
+    if gamma:
+        data.append({"type": "scatter", "x": [gamma], "y": [m.get("tokens_per_target_call", 0)], "mode": "markers",
+                     "name": f"measured tokens per pass ({m.get('tokens_per_target_call', 0):.2f}; Eq. 1 expects "
+                             f"{m.get('expected_tokens_per_target_call', 0):.2f})",
+                     "marker": {"symbol": "diamond", "size": 12, "color": ACCEPT_COLOUR}, "xaxis": "x4", "yaxis": "y4"})
+    layout = _layout("Why the acceptance is what it is", 640, barmode="group",
+                     xaxis={"domain": [0, 0.45], "anchor": "y", "title": {"text": "drafts accepted in a step"}, "dtick": 1},
+                     yaxis={"domain": [0.58, 0.92], "anchor": "x", "title": {"text": "steps"}},
+                     xaxis2={"domain": [0.55, 1], "anchor": "y2", "title": {"text": "drafted position"}, "dtick": 1},
+                     yaxis2={"domain": [0.58, 0.92], "anchor": "x2", "range": [0, 1.05], "title": {"text": "accepted share"}},
+                     xaxis3={"domain": [0, 0.45], "anchor": "y3", "title": {"text": "step"}},
+                     yaxis3={"domain": [0, 0.42], "anchor": "x3", "rangemode": "tozero"},
+                     xaxis4={"domain": [0.55, 1], "anchor": "y4", "title": {"text": "γ"}},
+                     yaxis4={"domain": [0, 0.42], "anchor": "x4", "rangemode": "tozero",
+                             "title": {"text": "expected speedup" if c else "tokens per pass"}})
+    layout["legend"] = {"orientation": "h", "y": 1.0, "yanchor": "bottom", "x": 0, "font": {"size": 11}}
+    return _figure(data, layout)
+
+
+def sweep_figure(sweep: dict, notation: str = "leviathan") -> go.Figure:
+    """Acceptance of speculative sampling vs exact-match verification across temperatures."""
+    t, d = letters(notation)
+    temps = sweep["temperatures"]
+    data = [
+        {"type": "scatter", "x": temps, "y": sweep["acceptance_rate"], "mode": "lines+markers",
+         "name": f"speculative sampling: Σmin({t}, {d})", "line": {"color": ACCEPT_COLOUR, "width": 3}},
+        {"type": "scatter", "x": temps, "y": sweep["exact_match_of_samples"], "mode": "lines+markers",
+         "name": f"exact match of two samples: Σ {t}·{d}", "line": {"color": REJECT_COLOUR, "dash": "dash"}},
+        {"type": "scatter", "x": [0], "y": [sweep["greedy_exact_match"]], "mode": "markers",
+         "name": "greedy: argmaxes agree (T = 0)", "marker": {"symbol": "star", "size": 15, "color": OVERLAP_COLOUR}},
+    ]
+    return _figure(data, _layout(f"On this context ({sweep['positions']} positions): acceptance by temperature", 360,
+                                 xaxis={"title": {"text": "temperature"}},
+                                 yaxis={"range": [0, 1.02], "title": {"text": "mean acceptance"}}))

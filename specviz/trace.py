@@ -23,8 +23,9 @@ class PositionTrace:
     draft_text: str
     draft_prob: float       # q(x): the draft's probability of its own token
     target_prob: float      # p(x): the target's probability of the same token
-    accept_prob: float      # min(1, p/q), or mentored r(x)
-    uniform: float | None   # r drawn; None when an earlier position was rejected (not examined)
+    accept_prob: float      # the accept chance: min(1, p/q), or mentored decoding's planned chance
+    exact_accept_prob: float  # min(1, p/q) always: what exact decoding would have given
+    uniform: float | None   # u ~ U(0, 1) drawn; None when an earlier position was rejected (not examined)
     verdict: str            # "accepted" | "rejected" | "unexamined"
     candidates: list[Candidate]  # union of both top-k and the drafted token, target-prob order
     target_other: float     # mass outside the candidates
@@ -32,6 +33,7 @@ class PositionTrace:
     tv: float               # TV(p, q) = 1 - sum min(p, q) at this position
     kl: float               # KL(p || q)
     overlap: float          # sum min(p, q): the chance any draft token here is accepted
+    kl_spent: float = 0.0   # mentored decoding: KL(target || its output) here, within the budget; 0 when exact
 
 
 @dataclass
@@ -43,6 +45,7 @@ class Correction:
     text: str
     candidates: list[Candidate]  # final_prob is the distribution drawn from
     final_other: float
+    residual_probs: list[float] = field(default_factory=list)  # the exact residual on the same candidates
 
 
 @dataclass
@@ -57,11 +60,22 @@ class EmittedToken:
 class Counters:
     tokens: int = 0
     target_calls: int = 0
-    draft_calls: int = 0
-    drafted: int = 0
+    draft_calls: int = 0    # one forward per drafted token, so also the number drafted
     examined: int = 0       # drafted tokens the target actually tested (up to the first rejection)
     accepted: int = 0
     compute_s: float = 0.0
+
+
+@dataclass(frozen=True)
+class StepRecord:
+    """What metrics need of one speculative step; kept even when full traces are off."""
+    gamma: int
+    n_accepted: int         # drafts accepted (0..gamma)
+    n_examined: int         # drafts the target tested: n_accepted + 1, or gamma when all were accepted
+    n_emitted: int          # tokens this step added (n_accepted + 1, fewer when cut by EOS / max tokens)
+    draft_s: float          # wall time of the gamma draft forwards
+    target_s: float         # wall time of the one target forward over gamma + 1 positions
+    step_s: float           # the whole step: draft, verify and correct
 
 
 @dataclass
@@ -77,12 +91,33 @@ class StepTrace:
     target_ms: float        # wall time of the one target forward over gamma + 1 positions
     verify_ms: float        # sampling.verify and trace building
     counters: Counters      # running totals after this step
+    record: StepRecord | None = None
+    temperature: float = 1.0
     finished: bool = False
     notice: str = ""
     rejected: list[EmittedToken] = field(default_factory=list)  # draft tokens thrown away this step
+
+    @property
+    def greedy(self) -> bool:
+        """Temperature 0: both distributions are one-hot and verification is the argmax test."""
+        return self.temperature == 0
 
     def to_dict(self) -> dict:
         return asdict(self)
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict())
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "StepTrace":
+        """The inverse of to_dict (an exported run read back)."""
+        data = dict(data)
+        data["positions"] = [PositionTrace(**{**p, "candidates": [Candidate(**c) for c in p["candidates"]]})
+                             for p in data["positions"]]
+        corr = data["correction"]
+        data["correction"] = Correction(**{**corr, "candidates": [Candidate(**c) for c in corr["candidates"]]})
+        data["emitted"] = [EmittedToken(**e) for e in data["emitted"]]
+        data["rejected"] = [EmittedToken(**e) for e in data.get("rejected", [])]
+        data["counters"] = Counters(**data["counters"])
+        data["record"] = StepRecord(**data["record"]) if data.get("record") else None
+        return cls(**data)

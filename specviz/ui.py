@@ -1,320 +1,369 @@
-"""The Gradio app: layout and event wiring only. Decoding lives in engine, pictures in figures.
+"""The Gradio app: layout and event wiring only. Runs live in specviz.run, pictures in figures/render.
 
-Every tab keeps its own `Session` in gr.State: its decoders, generators, traces and a lock that
-serialises that tab's events (Step, Play ticks, Reset), so tabs never share state or random
-streams and never wait on one another longer than a step. The models are shared read-only.
+Every tab keeps its own `Session` in gr.State: its `ComparedRun` (decoders, generators, traces)
+and a lock that serialises that tab's events (Step, Play ticks, Reset), so tabs never share state
+or random streams. A closed tab's session is dropped after SESSION_TTL_S.
 """
 from __future__ import annotations
 
 import os
-import statistics
-import threading
-import time
-from dataclasses import dataclass
 
 import gradio as gr
 
-from . import figures, theory
-from .engine import DecodeConfig, DecodingFinished, SpeculativeDecoder, TargetOnlyDecoder
-from .models import PRESETS, ModelLoadError, ModelPair, default_preset, load_pair
+from . import playground, render
+from .config import GAMMA_MAX, GAMMA_MIN, TOP_K_OFF, TOP_P_OFF
+from .engine import DecodingFinished
+from .models import PRESETS, ModelLoadError, default_preset, load_pair
+from .notation import NOTATIONS, letters
+from .render import Status
+from .views import (REJECTION_COLUMNS, Session, View, advance, build_view, export_files, playground_run, playground_view,
+                    settings_from, sweep_view, with_lock)
 
-try:  # ZeroGPU Spaces: model calls run under spaces.GPU; elsewhere the decorator is not there
-    import spaces
-    gpu = spaces.GPU(duration=60)
-except ImportError:
-    def gpu(fn):
-        return fn
-
-
-@dataclass(frozen=True)
-class Settings:
-    preset: str
-    prompt: str
-    config: DecodeConfig
+SESSION_TTL_S = 15 * 60      # a closed tab's run is freed after this long (gr.State time_to_live)
+MODEL_CONCURRENCY = int(os.environ.get("SPECVIZ_CONCURRENCY", "2"))  # model-bound events at once, all tabs together
 
 
-class Session:
-    """One browser tab's run (a plain class: gradio serialises dataclass state values for its config)."""
-
-    def __init__(self):
-        self.settings: Settings | None = None
-        self.pair: ModelPair | None = None
-        self.spec: SpeculativeDecoder | None = None
-        self.base: TargetOnlyDecoder | None = None
-        self.traces: list = []
-        self.viewing: int | None = None      # step shown in the figures (None: the latest)
-        self.playing = False
-        self.last_engine_s = 0.0
-        self.lock = threading.Lock()
-
-    def __deepcopy__(self, memo):  # gr.State copies its initial value per tab: give each a fresh session
-        return Session()
+def _step(session: Session, notation: str, knobs) -> View:
+    try:
+        status = advance(session, settings_from(*knobs))
+    except (ValueError, ModelLoadError, DecodingFinished) as err:
+        status = Status("error", str(err))
+    except RuntimeError as err:  # e.g. CUDA out of memory
+        status = Status("error", f"the models failed: {str(err).splitlines()[0]}")
+    return build_view(session, notation, status), status
 
 
-@gpu
-def _engine_step(spec: SpeculativeDecoder, base: TargetOnlyDecoder):
-    """1-3 of one speculative step, then the baseline advanced to the same number of tokens."""
-    trace = spec.step()
-    while base.counters.tokens < spec.counters.tokens and not base.finished:
-        base.step()
-    return trace
+@with_lock
+def step_handler(session, notation, *knobs):
+    """Step: one round of the session's run."""
+    view, _ = _step(session, notation, knobs)
+    return session, view
 
 
-def start_run(session: Session, settings: Settings, pair: ModelPair | None = None) -> None:
-    pair = pair or load_pair(settings.preset)
-    session.pair = pair
-    session.spec = SpeculativeDecoder(pair, settings.prompt, settings.config)
-    session.base = TargetOnlyDecoder(pair, settings.prompt, settings.config)
-    session.settings, session.traces, session.viewing = settings, [], None
-
-
-def advance(session: Session, settings: Settings, pair: ModelPair | None = None) -> str:
-    """One step of the session's run (a new run if the settings changed); returns a message."""
-    message = ""
-    if session.settings != settings or session.spec is None:
-        if session.traces:
-            message = "Settings changed: started a new run with them."
-        start_run(session, settings, pair)
-    if session.spec.finished:
-        raise DecodingFinished("generation has finished: press Reset (or change a setting) to start again")
-    t0 = time.perf_counter()
-    trace = _engine_step(session.spec, session.base)
-    session.last_engine_s = time.perf_counter() - t0
-    session.traces.append(trace)
-    session.viewing = None
-    if session.spec.finished:
-        message = (message + " " if message else "") + "Generation finished (EOS or max new tokens)."
-    return message
-
-
-# ------------------------------------------------------------------ rendering
-
-
-def counters_html(session: Session) -> str:
-    spec, base = session.spec, session.base
-    if spec is None or not session.traces:
-        return '<div class="counters">Press <b>Step</b> to run one round of speculative decoding.</div>'
-    s, b = spec.counters, base.counters
-    spec_rate = s.tokens / s.compute_s if s.compute_s else 0.0
-    base_rate = b.tokens / b.compute_s if b.compute_s else 0.0
-    speedup = spec_rate / base_rate if base_rate else 0.0
-    stats = spec.stats()
-    alpha = stats["acceptance_rate"]
-    draft_ms = sum(t.draft_ms for t in session.traces) / max(s.draft_calls, 1)
-    target_ms = 1e3 * b.compute_s / max(b.target_calls, 1)
-    c = draft_ms / target_ms if target_ms else 0.0
-    gamma = spec.config.gamma
-    predicted = theory.expected_speedup(alpha, gamma, c)
-    rows = [
-        ("tokens", s.tokens, b.tokens),
-        ("target forward passes", s.target_calls, b.target_calls),
-        ("draft forward passes", s.draft_calls, "—"),
-        ("compute time", f"{s.compute_s * 1e3:.0f} ms", f"{b.compute_s * 1e3:.0f} ms"),
-        ("tokens / s", f"{spec_rate:.1f}", f"{base_rate:.1f}"),
-        ("acceptance rate α", f"{alpha:.2f}", "—"),
-        ("mean acceptance length", f"{stats['mean_acceptance_length']:.2f}", "1.00"),
-    ]
-    body = "".join(f"<tr><td>{name}</td><td><b>{a}</b></td><td>{bb}</td></tr>" for name, a, bb in rows)
-    device = session.pair.device.type
-    return (f'<div class="counters"><table style="width:100%; font-size:14px">'
-            f'<tr><th></th><th>speculative</th><th>target only</th></tr>{body}</table>'
-            f'<p style="font-size:15px; margin:6px 0 0 0"><b>speedup ×{speedup:.2f}</b> measured on this hardware '
-            f'({device}); Leviathan Thm 3.8 predicts ×{predicted:.2f} for α = {alpha:.2f}, γ = {gamma}, '
-            f'c = {c:.2f} (draft/target cost per forward); its best γ here would be '
-            f'{theory.optimal_gamma(alpha, c) if c > 0 else "—"}.</p></div>')
-
-
-def render(session: Session, notation: str):
-    """(timeline, counters, pq, uniform, residual, narration, view-step, history) for the step viewed."""
-    prompt = session.settings.prompt if session.settings else ""
-    if not session.traces:
-        blank = figures.empty_figure("press Step to draft and verify")
-        return (figures.timeline_html(prompt, []), counters_html(session), blank, blank, blank,
-                "*Nothing yet: press **Step**.*", None, blank)
-    trace = session.traces[-1] if session.viewing is None else session.traces[session.viewing - 1]
-    return (figures.timeline_html(prompt, session.traces, trace.step), counters_html(session),
-            figures.pq_figure(trace, notation), figures.uniform_figure(trace, notation),
-            figures.residual_figure(trace, notation), figures.narration(trace, notation), trace.step,
-            figures.history_figure(session.traces, notation))
-
-
-def settings_from(preset, prompt, gamma, temperature, top_k, top_p, kl_budget, seed, max_new_tokens) -> Settings:
-    if preset not in PRESETS:
-        raise ModelLoadError(f"unknown preset {preset!r}")
-    config = DecodeConfig(gamma=int(gamma), temperature=float(temperature), top_k=int(top_k or 0) or None,
-                          top_p=float(top_p) if top_p is not None and float(top_p) < 1 else None,
-                          kl_budget=float(kl_budget), max_new_tokens=int(max_new_tokens), seed=int(seed))
-    return Settings(preset=preset, prompt=prompt or "", config=config)
-
-
-def _message(text: str, kind: str = "info") -> str:
-    colour = {"info": "#0072B2", "error": "#D55E00"}[kind]
-    return (f'<div class="message-{kind}" style="border-left:4px solid {colour}; padding:4px 10px">{text}</div>'
-            if text else "")
-
-
-# ------------------------------------------------------------------ handlers
-
-
-def step_handler(session, notation, *knobs, pair: ModelPair | None = None, progress=gr.Progress(track_tqdm=True)):
-    """Step: one round of the session's run (loading the pair first if needed, with progress)."""
-    session = session if isinstance(session, Session) else Session()
-    with session.lock:
-        try:
-            message = _message(advance(session, settings_from(*knobs), pair))
-        except (ValueError, ModelLoadError, DecodingFinished) as err:
-            message = _message(str(err), "error")
-        except RuntimeError as err:  # e.g. CUDA out of memory
-            message = _message(f"the models failed: {err}", "error")
-        return (session, *render(session, notation), message)
-
-
+@with_lock
 def tick_handler(session, notation, *knobs):
-    session = session if isinstance(session, Session) else Session()
-    if not session.playing:  # a tick that was queued before Pause or Reset does nothing
-        return (session, *[gr.skip()] * 9, gr.skip(), gr.skip())
-    out = step_handler(session, notation, *knobs)
-    with session.lock:
-        if session.spec is None or session.spec.finished or "message-error" in out[-1]:
-            session.playing = False
-        playing = session.playing  # Pause or Reset may have landed during the step
-    return (*out, gr.Timer(active=playing), gr.Button(value="Pause" if playing else "Play"))
+    """A Play tick: a step, unless Pause or Reset came first; stops on the end or an error."""
+    if not session.playing:
+        return session, None, False
+    view, status = _step(session, notation, knobs)
+    if status.error or session.run is None or session.run.finished:
+        session.playing = False
+    return session, view, session.playing
 
 
-def play_handler(session, speed):
-    session = session if isinstance(session, Session) else Session()
-    with session.lock:
-        session.playing = not session.playing
-    return session, gr.Timer(value=float(speed), active=session.playing), gr.Button(value="Pause" if session.playing else "Play")
+@with_lock
+def play_handler(session):
+    session.playing = not session.playing
+    return session, session.playing
 
 
+@with_lock
 def stop_handler(session):
-    session = session if isinstance(session, Session) else Session()
-    with session.lock:
-        session.playing = False
-    return session, gr.Timer(active=False), gr.Button(value="Play")
+    session.playing = False
+    return session, False
 
 
+@with_lock
 def reset_handler(session, notation):
-    session = session if isinstance(session, Session) else Session()
-    with session.lock:
-        session.playing = False
-        session.settings, session.spec, session.base, session.traces, session.viewing = None, None, None, [], None
-        return (session, *render(session, notation), _message("Reset: a fresh run starts with the next Step."),
-                gr.Timer(active=False), gr.Button(value="Play"))
+    session.playing, session.run, session.viewing = False, None, None
+    return session, build_view(session, notation, Status("info", "Reset: a fresh run starts with the next Step."))
 
 
+@with_lock
 def view_handler(session, notation, step):
-    session = session if isinstance(session, Session) else Session()
-    with session.lock:
-        if session.traces and step is not None and 1 <= int(step) <= len(session.traces):
-            session.viewing = int(step)
-        return (session, *render(session, notation))
-
-
-def time_step_handler(pair: ModelPair, prompt: str, config: DecodeConfig, steps: int = 8) -> tuple[float, float]:
-    """Median seconds of the Step handler (with the plots' JSON serialisation that gradio then does)
-    and of the engine work inside it (the speculative step and the baseline's catch-up), for the benchmark."""
-    knobs = ("shakespeare", prompt, config.gamma, config.temperature, config.top_k or 0, config.top_p or 1.0,
-             config.kl_budget, config.seed, config.max_new_tokens)  # the preset name is a label: `pair` is passed in
-    session = Session()
-    start_run(session, settings_from(*knobs), pair)  # the handler then continues this run
-    handler_s, engine_s = [], []
-    for _ in range(steps):
-        if session.spec.finished:
-            break
-        t0 = time.perf_counter()
-        out = step_handler(session, "leviathan", *knobs, pair=pair)
-        for figure in (*out[3:6], out[8]):
-            figure.to_json()  # gradio's postprocess serialises each plot; count it
-        handler_s.append(time.perf_counter() - t0)
-        engine_s.append(session.last_engine_s)
-    return statistics.median(handler_s), statistics.median(engine_s)
+    if session.traces and step is not None and 1 <= int(step) <= len(session.traces):
+        session.viewing = int(step)
+    return session, build_view(session, notation)
 
 
 # ------------------------------------------------------------------ layout
 
-CHIP_CLICK_JS = """
+PAGE_JS = """
 () => {
-  document.addEventListener('click', (event) => {
-    const chip = event.target.closest('#timeline .chip');
+  const showStep = (chip) => {
     const input = document.querySelector('#view-step input');
     if (!chip || !input) return;
     input.value = chip.dataset.step;
     input.dispatchEvent(new Event('input', {bubbles: true}));
-    input.dispatchEvent(new KeyboardEvent('keydown', {key: 'Enter', bubbles: true}));
+  };
+  document.addEventListener('click', (e) => showStep(e.target.closest('#timeline .chip')));
+  document.addEventListener('keydown', (e) => {
+    const chip = e.target.closest && e.target.closest('#timeline .chip');
+    if (chip && (e.key === 'Enter' || e.key === ' ')) { e.preventDefault(); showStep(chip); return; }
+    const typing = ['INPUT', 'TEXTAREA', 'SELECT'].includes(e.target.tagName) || e.target.isContentEditable;
+    if (typing || e.ctrlKey || e.metaKey || e.altKey) return;
+    const click = (id) => document.querySelector(id)?.click();
+    if (e.key === 's') click('#step');
+    if (e.key === 'p') click('#play');
   });
+  new MutationObserver(() => {  // keep the newest tokens in view inside the bounded text area
+    const box = document.querySelector('#timeline .text-view');
+    if (box && !box.querySelector('.selected:not(:last-child)')) box.scrollTop = box.scrollHeight;
+    if (window.innerWidth < 700 && document.activeElement?.id !== 'view-step') {
+      const card = document.querySelector('#step-card .card:not(.empty)');
+      const bar = document.querySelector('#controls');
+      if (card && bar && card.dataset.seen !== card.textContent.length.toString()) {
+        card.dataset.seen = card.textContent.length.toString();
+        window.scrollTo({top: card.getBoundingClientRect().top + window.scrollY - bar.offsetHeight - 4});
+      }
+    }
+  }).observe(document.body, {childList: true, subtree: true});
 }
 """
 
-INTRO = """# specviz — speculative decoding, step by step
-A small **draft** model ({d}) guesses γ tokens; the large **target** model ({t}) checks all of them in **one**
-forward pass. Each guess is kept with probability min(1, {t}/{d}); at the first rejection a replacement is drawn
-from the *residual* norm(max(0, {t} − {d})); if all are kept, the target adds a *bonus* token. The output is
-distributed **exactly** as the target alone would sample it (temperature 0 reduces this to "keep drafts while
-the argmaxes agree"), yet each target pass can yield several tokens."""
+CSS = """
+.gradio-container { overflow: clip !important; }  /* 'hidden' would make it the scroller and break sticky */
+#controls { position: sticky; top: 0; z-index: 20; background: var(--body-background-fill); padding: 4px 0;
+            border-bottom: 1px solid #ccc; }
+#controls { flex-wrap: nowrap; align-items: center; gap: 8px; }
+#controls button { min-width: 70px; max-width: 110px; max-height: 44px; }
+#controls #message { flex: 1 1 auto; min-width: 0; font-size: 13px; }
+#step { color: #ffffff; background: #1a4f8b; }
+#title h2 { margin: 0; font-size: 20px; }
+.card { font-size: 14px; line-height: 1.35; }
+.card .card-head { font-size: 15px; margin-bottom: 2px; }
+.card .phase { margin: 3px 0; }
+.card table { border-collapse: collapse; width: 100%; margin: 0; }
+.card .pair { white-space: nowrap; }
+.card td, .card th { padding: 1px 6px; border-bottom: 1px solid #ddd; text-align: left; font-size: 13px; vertical-align: middle; }
+.card code, .text-view { font-family: ui-monospace, monospace; }
+.card .muted, .muted { color: #555; }
+.card tr.chosen { font-weight: bold; }
+.badge { display: inline-block; padding: 0 6px; border: 1px solid #555; border-radius: 4px; font-size: 12px; }
+.badge.lossy { background: #B8420A; color: #fff; border-color: #B8420A; font-weight: bold; }
+#timeline .text-view { white-space: pre-wrap; max-height: 7.5em; overflow-y: auto; font-size: 15px; line-height: 1.6;
+                       border: 1px solid #ccc; padding: 4px 6px; }
+#timeline .prompt { color: #555; }
+#timeline .step-group.selected { outline: 2px solid #222; }
+#timeline .chip:focus { outline: 3px solid #1a4f8b; }
+#timeline.hide-rejected .chip.rejected { display: none; }
+#timeline .legend { font-size: 12px; color: #444; margin-top: 2px; }
+.counters table { font-size: 13px; } .counters td, .counters th { padding: 0 8px; }
+.counters { font-size: 13px; }
+.modebar-container { display: none !important; }
+@media (max-width: 700px) {
+  #main-row { flex-direction: column-reverse !important; }
+  .card td, .card th { font-size: 12px; padding: 1px 3px; }
+  .card .bar { width: 40px !important; } .card .track { width: 56px !important; }
+  .card .ratio { display: none; } .card .pair { white-space: nowrap; }
+  #title h2 { font-size: 16px; }
+}
+"""
+
+INTRO = """A small **draft** model guesses γ tokens; the large **target** model checks all of them in **one**
+forward pass. Each guess is kept when a uniform draw u falls below min(1, {t}/{d}); at the first rejection a
+replacement is drawn from the *residual* norm(max(0, {t} − {d})); if all are kept, the target adds a *bonus*
+token. The output is distributed **exactly** as the target alone would sample it (at temperature 0 this reduces
+to "keep drafts while the argmaxes agree"), yet each target pass can yield several tokens.
+Keys: <kbd>s</kbd> Step, <kbd>p</kbd> Play/Pause; Tab + Enter on a token shows its step."""
 
 
 def intro(notation: str) -> str:
-    t, d = figures.letters(notation)
+    t, d = letters(notation)
     return INTRO.format(t=t, d=d)
 
 
 def build_app() -> gr.Blocks:
     preset0 = default_preset()
     with gr.Blocks(title="specviz: speculative decoding, step by step") as demo:
-        session = gr.State(Session())
-        header = gr.Markdown(intro("leviathan"), elem_id="intro")
-        with gr.Row():
+        session = gr.State(Session(), time_to_live=SESSION_TTL_S)
+        gr.Markdown("## specviz — speculative decoding, step by step", elem_id="title")
+        with gr.Row(elem_id="controls"):
+            step_btn = gr.Button("Step", variant="primary", elem_id="step", scale=0)
+            play_btn = gr.Button("Play", elem_id="play", scale=0)
+            reset_btn = gr.Button("Reset", variant="stop", elem_id="reset", scale=0)
+            message = gr.HTML(elem_id="message", min_height=0)
+        with gr.Tab("Live models", elem_id="live"), gr.Row(elem_id="main-row"):
             with gr.Column(scale=1, min_width=300):
                 prompt = gr.Textbox(label="Prompt", value=PRESETS[preset0].examples[0] if PRESETS[preset0].examples else "",
-                                    lines=3, elem_id="prompt")
+                                    lines=2, elem_id="prompt")
                 example = gr.Dropdown(label="Example prompts", choices=list(PRESETS[preset0].examples), value=None,
                                       elem_id="examples")
                 preset = gr.Dropdown(label="Model pair", choices=[(f"{k}: {v.description}", k) for k, v in PRESETS.items()],
                                      value=preset0, elem_id="preset")
-                with gr.Row():
-                    step_btn = gr.Button("Step", variant="primary", elem_id="step")
-                    play_btn = gr.Button("Play", elem_id="play")
-                    reset_btn = gr.Button("Reset", variant="stop", elem_id="reset")
-                speed = gr.Slider(0.2, 3.0, value=0.8, step=0.1, label="Play: seconds per step", elem_id="speed")
-                gamma = gr.Slider(1, 16, value=4, step=1, label="γ: tokens drafted per step", elem_id="gamma")
+                gamma = gr.Slider(GAMMA_MIN, GAMMA_MAX, value=4, step=1, label="γ: tokens drafted per step", elem_id="gamma")
                 temperature = gr.Slider(0, 2, value=1.0, step=0.05, label="temperature (0 = greedy)", elem_id="temperature")
-                top_k = gr.Number(value=0, precision=0, minimum=0, label="top-k (0 = off)", elem_id="top-k")
-                top_p = gr.Slider(0.05, 1.0, value=1.0, step=0.05, label="top-p (1 = off)", elem_id="top-p")
                 kl_budget = gr.Slider(0, 2, value=0.0, step=0.01, elem_id="kl-budget",
                                       label="KL budget (0 = exact; > 0 = mentored decoding, LOSSY)")
-                seed = gr.Number(value=0, precision=0, minimum=0, label="seed", elem_id="seed")
-                max_new = gr.Slider(1, 200, value=80, step=1, label="max new tokens", elem_id="max-new-tokens")
-                notation = gr.Radio([(v[2], k) for k, v in figures.NOTATIONS.items()], value="leviathan",
+                notation = gr.Radio([(v[2], k) for k, v in NOTATIONS.items()], value="leviathan",
                                     label="Notation", elem_id="notation")
+                with gr.Accordion("More settings", open=False):
+                    top_k = gr.Number(value=TOP_K_OFF, precision=0, minimum=0, label=f"top-k ({TOP_K_OFF} = off)", elem_id="top-k")
+                    top_p = gr.Slider(0.05, 1.0, value=TOP_P_OFF, step=0.05, label=f"top-p ({TOP_P_OFF:g} = off)", elem_id="top-p")
+                    seed = gr.Number(value=0, precision=0, minimum=0, label="random seed of the run", elem_id="seed")
+                    max_new = gr.Slider(1, 200, value=80, step=1, label="max new tokens", elem_id="max-new-tokens")
+                    speed = gr.Slider(0.2, 3.0, value=0.8, step=0.1, label="Play: seconds per step", elem_id="speed")
+                with gr.Accordion("Your own pair (hub ids or local folders; replace the preset)", open=False):
+                    draft_model = gr.Textbox("", label="draft model", placeholder="e.g. HuggingFaceTB/SmolLM2-135M",
+                                             elem_id="draft-model")
+                    target_model = gr.Textbox("", label="target model", placeholder="e.g. HuggingFaceTB/SmolLM2-1.7B",
+                                              elem_id="target-model")
+                header = gr.Markdown(intro("leviathan"), elem_id="intro")
             with gr.Column(scale=2):
-                message = gr.HTML(elem_id="message")
-                timeline = gr.HTML(figures.timeline_html(prompt.value, []), label="Generated text", elem_id="timeline")
-                view_step = gr.Number(label="Showing step (click a chip to pick one)", precision=0, elem_id="view-step")
-                counters = gr.HTML(elem_id="counters")
-                narration = gr.Markdown("*Nothing yet: press **Step**.*", elem_id="narration")
-                pq_plot = gr.Plot(label="target vs draft", show_label=False, elem_id="pq-plot")
-                uniform_plot = gr.Plot(label="uniform draw", show_label=False, elem_id="uniform-plot")
-                residual_plot = gr.Plot(label="residual or bonus", show_label=False, elem_id="residual-plot")
-                history_plot = gr.Plot(label="the run so far", show_label=False, elem_id="history-plot")
+                step_card = gr.HTML(render.step_card(None), elem_id="step-card")
+                timeline = gr.HTML(render.text_view(prompt.value, []), elem_id="timeline")
+                with gr.Row():
+                    show_rejected = gr.Checkbox(value=True, label="show rejected drafts (struck through)",
+                                                elem_id="show-rejected", scale=1)
+                    view_step = gr.Number(label="showing step", precision=0, elem_id="view-step", scale=0, min_width=120)
+                counters = gr.HTML(render.counters_html({}, "", False, 0, 0), elem_id="counters")
+                with gr.Accordion("Full distributions and the story in words", open=False):
+                    narration = gr.Markdown(render.narration(None), elem_id="narration")
+                    pq_plot = gr.Plot(label="target vs draft", show_label=False, elem_id="pq-plot")
+                    uniform_plot = gr.Plot(label="uniform draw", show_label=False, elem_id="uniform-plot")
+                    residual_plot = gr.Plot(label="residual or bonus", show_label=False, elem_id="residual-plot")
+                with gr.Accordion("The run so far", open=False):
+                    history_plot = gr.Plot(label="the run so far", show_label=False, elem_id="history-plot")
+                with gr.Accordion("Debug acceptance: metrics, rejections, temperature sweep, export", open=False,
+                                  elem_id="debug"):
+                    analytics = gr.HTML(render.analytics_html({}), elem_id="analytics")
+                    analytics_plot = gr.Plot(show_label=False, elem_id="analytics-plot")
+                    with gr.Row():
+                        rejections = gr.Dataframe(headers=REJECTION_COLUMNS, value=[], interactive=False, max_height=320,
+                                                  label="every rejection (click a row to see its step)",
+                                                  elem_id="rejections", scale=3)
+                        most_rejected = gr.HTML(render.most_rejected_html([]), elem_id="most-rejected")
+                    sweep_btn = gr.Button("Temperature sweep on the current context", elem_id="sweep")
+                    sweep_plot = gr.Plot(show_label=False, elem_id="sweep-plot")
+                    with gr.Row():
+                        export_btn = gr.Button("Export the run", elem_id="export")
+                        json_file = gr.File(label="traces (JSON)", elem_id="export-json")
+                        csv_file = gr.File(label="tokens (CSV)", elem_id="export-csv")
+                    traces_json = gr.JSON(visible=False, elem_id="traces-json")
+        pg = playground_tab()
         timer = gr.Timer(0.8, active=False)
 
-        knobs = [preset, prompt, gamma, temperature, top_k, top_p, kl_budget, seed, max_new]
-        views = [timeline, counters, pq_plot, uniform_plot, residual_plot, narration, view_step, history_plot]
-        per_tab = dict(concurrency_limit=None)  # the Session lock serialises a tab; tabs run side by side
-        step_btn.click(step_handler, [session, notation, *knobs], [session, *views, message], api_name="step", **per_tab)
-        tick = timer.tick(tick_handler, [session, notation, *knobs], [session, *views, message, timer, play_btn], **per_tab)
-        play_btn.click(play_handler, [session, speed], [session, timer, play_btn], **per_tab)
-        reset_btn.click(stop_handler, [session], [session, timer, play_btn], cancels=[tick], api_name=False, **per_tab).then(
-            reset_handler, [session, notation], [session, *views, message, timer, play_btn], api_name="reset", **per_tab)
-        notation.change(view_handler, [session, notation, view_step], [session, *views], **per_tab)
-        notation.change(intro, notation, header)
-        view_step.input(view_handler, [session, notation, view_step], [session, *views], **per_tab)
-        view_step.submit(view_handler, [session, notation, view_step], [session, *views], **per_tab)
-        example.change(lambda e, p: e or p, [example, prompt], prompt)
-        preset.change(lambda p: gr.Dropdown(choices=list(PRESETS[p].examples), value=None), preset, example)
+        knobs = [preset, prompt, gamma, temperature, top_k, top_p, kl_budget, seed, max_new, draft_model, target_model]
+        view_outputs = View(timeline, step_card, counters, narration, pq_plot, uniform_plot, residual_plot,
+                            history_plot, view_step, message, analytics, analytics_plot, rejections, most_rejected)
+
+        def updates(view: View | None) -> dict:
+            return {c: gr.skip() for c in view_outputs} if view is None else dict(zip(view_outputs, view))
+
+        def playing_updates(playing: bool) -> dict:
+            return {timer: gr.Timer(active=playing), play_btn: gr.Button(value="Pause" if playing else "Play")}
+
+        def on_step(session_state, notation, preset, prompt, gamma, temperature, top_k, top_p, kl_budget, seed,
+                    max_new_tokens, draft_model, target_model):  # the names are the /step API's parameters
+            s, view = step_handler(session_state, notation, preset, prompt, gamma, temperature, top_k, top_p,
+                                   kl_budget, seed, max_new_tokens, draft_model, target_model)
+            return {session: s, **updates(view)}
+
+        def on_tick(s, n, *k):
+            s, view, playing = tick_handler(s, n, *k)
+            return {session: s, **updates(view), **playing_updates(playing)}
+
+        def on_play(s, seconds):
+            s, playing = play_handler(s)
+            return {session: s, timer: gr.Timer(value=float(seconds), active=playing),
+                    play_btn: gr.Button(value="Pause" if playing else "Play")}
+
+        def on_stop(s):
+            s, playing = stop_handler(s)
+            return {session: s, **playing_updates(playing)}
+
+        def on_reset(s, n):
+            s, view = reset_handler(s, n)
+            return {session: s, **updates(view)}
+
+        def on_view(s, n, step):
+            s, view = view_handler(s, n, step)
+            return {session: s, **updates(view)}
+
+        all_views = [session, *view_outputs]  # a list: the API returns outputs in this order
+        model = dict(concurrency_id="model", concurrency_limit=MODEL_CONCURRENCY)  # a class queues, not thrashes
+        light = dict(concurrency_limit=None, api_visibility="private")
+        light_public = dict(concurrency_limit=None)
+
+        def on_rejection_click(s, n, evt: gr.SelectData):
+            row = evt.row_value if evt is not None else None
+            return on_view(s, n, row[0] if row else None)
+
+        def on_sweep(s, n):
+            figure, status = sweep_view(s, n)
+            return figure or gr.skip(), render.message_html(status)
+
+        def on_export(s):
+            return export_files(s)
+        step_btn.click(on_step, [session, notation, *knobs], all_views, api_name="step", **model)
+        tick = timer.tick(on_tick, [session, notation, *knobs], [*all_views, timer, play_btn],
+                          api_visibility="private", **model)
+        play_btn.click(on_play, [session, speed], [session, timer, play_btn], **light)
+        reset_btn.click(on_stop, [session], [session, timer, play_btn], cancels=[tick], **light).then(
+            on_reset, [session, notation], all_views, api_name="reset", concurrency_limit=None)
+        gr.on([notation.change, view_step.input], on_view, [session, notation, view_step], all_views, **light)
+        notation.change(intro, notation, header, **light)
+        show_rejected.change(None, show_rejected, None, api_visibility="private",
+                             js="(v) => { document.querySelector('#timeline').classList.toggle('hide-rejected', !v); }")
+        example.change(lambda e, p: e or p, [example, prompt], prompt, **light)
+        rejections.select(on_rejection_click, [session, notation], all_views, **light)
+        sweep_btn.click(on_sweep, [session, notation], [sweep_plot, message], **model, api_visibility="private")
+        export_btn.click(on_export, [session], [json_file, csv_file, traces_json], api_name="traces", **light_public)
+        wire_playground(pg, notation, light, demo)
+        preset.change(lambda p: gr.Dropdown(choices=list(PRESETS[p].examples) if p in PRESETS else [], value=None),
+                      preset, example, **light)
     return demo
+
+
+def playground_tab() -> dict:
+    """The playground's components (issue: the proof you can watch), by name."""
+    first = next(iter(playground.TOY_PRESETS))
+    target0, draft0 = playground.TOY_PRESETS[first]
+    fmt = (lambda xs: ", ".join(f"{x:g}" for x in xs))
+    with gr.Tab("Playground: the proof", elem_id="playground"):
+        gr.Markdown("Two distributions over a few named tokens, no model: watch why speculative sampling's output is "
+                    "**exactly** the target's, and what two common shortcuts get wrong. Weights are renormalised.")
+        with gr.Row():
+            preset = gr.Dropdown([*playground.TOY_PRESETS, "random"], value=first, label="preset", elem_id="pg-preset")
+            tokens = gr.Textbox(", ".join(playground.TOY_TOKENS), label="token names (comma separated)", elem_id="pg-tokens")
+        with gr.Row():
+            target = gr.Textbox(fmt(target0), label="target weights", elem_id="pg-target")
+            draft = gr.Textbox(fmt(draft0), label="draft weights", elem_id="pg-draft")
+        message = gr.HTML(elem_id="pg-message")
+        decomposition = gr.Plot(show_label=False, elem_id="pg-decomposition")
+        with gr.Row():
+            samples = gr.Slider(1_000, playground.MAX_SAMPLES, value=100_000, step=1_000, label="rounds",
+                                elem_id="pg-samples")
+            seed = gr.Number(0, precision=0, minimum=0, label="random seed", elem_id="pg-seed")
+            run = gr.Button("Run the rounds", variant="primary", elem_id="pg-run")
+        histogram = gr.Plot(show_label=False, elem_id="pg-histogram")
+        summary = gr.Markdown(elem_id="pg-summary")
+        kl = gr.Slider(0, 1, value=0.1, step=0.01, label="mentored decoding: KL budget (nats)", elem_id="pg-kl")
+        mentored = gr.Plot(show_label=False, elem_id="pg-mentored")
+    return dict(preset=preset, tokens=tokens, target=target, draft=draft, message=message, decomposition=decomposition,
+                samples=samples, seed=seed, run=run, histogram=histogram, summary=summary, kl=kl, mentored=mentored)
+
+
+def wire_playground(pg: dict, notation, light: dict, demo: gr.Blocks) -> None:
+    def on_preset(name, seed):
+        target, draft = (playground.random_preset(int(seed or 0)) if name == "random" else playground.TOY_PRESETS[name])
+        return ", ".join(f"{x:g}" for x in target), ", ".join(f"{x:g}" for x in draft)
+
+    def on_edit(tokens, target, draft, kl, n):
+        decomposition, mentored, status = playground_view(tokens, target, draft, kl, n)
+        return (decomposition or gr.skip(), mentored or gr.skip(), render.message_html(status))
+
+    def on_run(tokens, target, draft, samples, seed, n):
+        histogram, summary, status = playground_run(tokens, target, draft, samples, seed, n)
+        return histogram or gr.skip(), summary, render.message_html(status)
+
+    edits = [pg["tokens"], pg["target"], pg["draft"], pg["kl"], notation]
+    pg["preset"].change(on_preset, [pg["preset"], pg["seed"]], [pg["target"], pg["draft"]], **light)
+    gr.on([demo.load, pg["tokens"].change, pg["target"].change, pg["draft"].change, pg["kl"].release, notation.change],
+          on_edit, edits, [pg["decomposition"], pg["mentored"], pg["message"]], **light)
+    pg["run"].click(on_run, [pg["tokens"], pg["target"], pg["draft"], pg["samples"], pg["seed"], notation],
+                    [pg["histogram"], pg["summary"], pg["message"]], **light)
+    gr.api(playground_endpoint, api_name="playground", concurrency_limit=MODEL_CONCURRENCY)
+
+
+def playground_endpoint(target: list[float], draft: list[float], samples: int = 100_000, variant: str = "exact",
+                        seed: int = 0) -> dict:
+    """Monte Carlo of one speculative round on toy distributions: counts per token, the target
+    (`expected`), a chi-square `p_value` against it and the measured `acceptance_rate`."""
+    try:
+        return playground.simulate(target, draft, samples, variant, seed)
+    except ValueError as err:
+        raise gr.Error(str(err)) from err
 
 
 def launch(demo: gr.Blocks | None = None, **kwargs):
@@ -324,5 +373,9 @@ def launch(demo: gr.Blocks | None = None, **kwargs):
     except ModelLoadError as err:
         print(f"warning: {err}")
     demo = demo or build_app()
-    demo.queue(default_concurrency_limit=None)
-    return demo.launch(js=CHIP_CLICK_JS, **kwargs)
+    demo.queue(default_concurrency_limit=MODEL_CONCURRENCY)
+    return demo.launch(js=PAGE_JS, css=CSS, max_file_size="1mb", **kwargs)
+
+
+__all__ = ["build_app", "launch", "Session", "View", "build_view", "step_handler", "tick_handler", "play_handler",
+           "stop_handler", "reset_handler", "view_handler", "settings_from", "PAGE_JS", "CSS"]

@@ -12,4 +12,6 @@ def pair():
     """The bundled Shakespeare pair, loaded once for the whole run (as the app shares it)."""
     from specviz.models import load_pair
 
-    return load_pair("shakespeare", device="cpu")
+    # SPECVIZ_TEST_DEVICE / SPECVIZ_TEST_DTYPE run the engine tests on a GPU (e.g. cuda, float16)
+    return load_pair("shakespeare", device=os.environ.get("SPECVIZ_TEST_DEVICE", "cpu"),
+                     dtype=os.environ.get("SPECVIZ_TEST_DTYPE") or None)

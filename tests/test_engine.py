@@ -1,11 +1,15 @@
 """specviz.engine on the bundled pair: exactness end to end, greedy parity, caches, counters."""
 from __future__ import annotations
 
+import json
+
 import pytest
 import torch
 
 from specviz import theory
 from specviz.engine import DecodeConfig, DecodingFinished, SpeculativeDecoder, TargetOnlyDecoder
+from specviz.metrics import metrics
+from specviz.trace import StepTrace
 from tests.stats import chi_square_pvalue
 
 PROMPTS = ["ROMEO.\nBut soft, what light", "KING.\nNow is the time", "HAMLET.\nTo be, or not"]
@@ -19,7 +23,7 @@ def test_greedy_speculative_equals_target_only_and_hf_generate(pair, gamma):
         spec.run()
         base = TargetOnlyDecoder(pair, prompt, config)
         base.run()
-        ids = torch.tensor([spec.prompt_ids])
+        ids = torch.tensor([spec.prompt_ids], device=pair.device)
         hf = pair.target.generate(ids, attention_mask=torch.ones_like(ids), do_sample=False, max_new_tokens=24,
                                   pad_token_id=pair.tokenizer.eos_token_id)[0, ids.shape[1]:].tolist()
         assert spec.generated_ids == base.generated_ids == hf[: len(spec.generated_ids)]
@@ -33,13 +37,13 @@ def test_first_sampled_token_follows_the_warped_target(pair, warping):
     config = DecodeConfig(gamma=2, max_new_tokens=1, record=False, **warping)
     ids = pair.encode(prompt)
     with torch.inference_mode():
-        expected = config.warp(pair.target(torch.tensor([ids])).logits[0, -1, : pair.vocab_size])
+        expected = config.warp(pair.target(torch.tensor([ids], device=pair.device)).logits[0, -1, : pair.vocab_size])
     counts = torch.zeros(pair.vocab_size)
     for seed in range(2_000):
         dec = SpeculativeDecoder(pair, prompt, DecodeConfig(**{**config.__dict__, "seed": seed}))
         dec.step()
         counts[dec.generated_ids[0]] += 1
-    assert chi_square_pvalue(counts.numpy(), expected.double().numpy()) > 1e-3
+    assert chi_square_pvalue(counts.numpy(), expected.double().cpu().numpy()) > 1e-3
 
 
 def test_cached_logits_after_rejections_equal_a_fresh_forward(pair):
@@ -50,13 +54,14 @@ def test_cached_logits_after_rejections_equal_a_fresh_forward(pair):
         rejections += trace.n_accepted < 5
     assert rejections > 0
     with torch.inference_mode():
-        fresh = pair.target(torch.tensor([dec.tokens])).logits[0, -1, : pair.vocab_size]
-        fresh_draft = pair.draft(torch.tensor([dec.tokens])).logits[0, -1, : pair.vocab_size]
+        fresh = pair.target(torch.tensor([dec.tokens], device=pair.device)).logits[0, -1, : pair.vocab_size]
+        fresh_draft = pair.draft(torch.tensor([dec.tokens], device=pair.device)).logits[0, -1, : pair.vocab_size]
     assert dec.target.seen == len(dec.tokens) - 1
     cached = dec.target.forward(dec.tokens[dec.target.seen:])[-1]
     cached_draft = dec.draft.forward(dec.tokens[dec.draft.seen:])[-1]
-    assert torch.allclose(cached, fresh, atol=1e-4)
-    assert torch.allclose(cached_draft, fresh_draft, atol=1e-4)
+    tol = 1e-4 if pair.dtype == torch.float32 else 5e-2  # half precision: a cached and a fresh pass round differently
+    assert torch.allclose(cached.float(), fresh.float(), atol=tol)
+    assert torch.allclose(cached_draft.float(), fresh_draft.float(), atol=tol)
 
 
 def test_same_seed_same_trace_whatever_runs_in_between(pair):
@@ -92,7 +97,7 @@ def test_mentored_decoding_raises_acceptance_on_the_bundled_pair(pair):
     for budget in (0.0, 0.5):
         dec = SpeculativeDecoder(pair, PROMPTS[0], DecodeConfig(gamma=4, kl_budget=budget, max_new_tokens=150, seed=5))
         dec.run()
-        rates.append(dec.stats()["acceptance_rate"])
+        rates.append(metrics(dec.records)["acceptance_rate"])
     assert rates[1] > rates[0]
 
 
@@ -110,7 +115,7 @@ def test_trace_records_every_step_of_the_algorithm(pair):
             assert any(c.id == p.draft_token for c in p.candidates)
             assert abs(p.overlap - (1 - p.tv)) < 1e-5
         assert trace.counters.target_calls == trace.step
-        assert trace.to_json()
+        assert StepTrace.from_dict(json.loads(trace.to_json())) == trace  # the JSON holds the whole trace
 
 
 def test_stops_at_max_new_tokens_and_refuses_further_steps(pair):
@@ -144,3 +149,16 @@ def test_odd_unicode_prompts_decode(pair):
         dec = SpeculativeDecoder(pair, prompt, DecodeConfig(max_new_tokens=5))
         dec.run()
         assert len(dec.generated_ids) >= 1
+
+
+def test_a_decoder_resumed_from_its_plain_state_continues_the_same_run(pair):
+    """state() -> resume= rebuilds the KV caches from token ids and the generator from its bytes."""
+    config = DecodeConfig(gamma=4, max_new_tokens=40, seed=11)
+    live = SpeculativeDecoder(pair, PROMPTS[2], config)
+    hopping = SpeculativeDecoder(pair, PROMPTS[2], config)
+    for _ in range(5):
+        a = live.step()
+        hopping = SpeculativeDecoder(pair, PROMPTS[2], config, resume=hopping.state())
+        b = hopping.step()
+        assert [p.uniform for p in a.positions] == [p.uniform for p in b.positions]
+    assert live.tokens == hopping.tokens and live.counters.tokens == hopping.counters.tokens

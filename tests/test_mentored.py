@@ -55,11 +55,11 @@ def test_seed_equations_24_and_27_hold_at_the_solution(seed):
     target, draft = pair(10 + seed, 3 + seed, 0.6)
     plan = mentored_plan(target, draft, 0.3 * kl_divergence(target, draft).item())
     reject = 1 - plan.acceptance_rate
-    eq24 = torch.clamp(draft - target / plan.alpha, min=0).sum().item()
-    eq27 = torch.clamp(target / plan.beta - draft, min=0).sum().item()
+    eq24 = torch.clamp(draft - target / plan.lower_threshold, min=0).sum().item()
+    eq27 = torch.clamp(target / plan.upper_threshold - draft, min=0).sum().item()
     assert eq24 == pytest.approx(reject, abs=1e-9)
     assert eq27 == pytest.approx(reject, abs=1e-9)
-    assert plan.alpha <= 1 <= plan.beta
+    assert plan.lower_threshold <= 1 <= plan.upper_threshold
 
 
 def slsqp_best_acceptance(target, draft, budget, starts, seed):
@@ -165,3 +165,10 @@ def test_negative_budget_raises():
     target, draft = pair(0, 5)
     with pytest.raises(ValueError, match="kl_budget"):
         mentored_plan(target, draft, -1.0)
+
+
+def test_budget_zero_has_zero_kl_even_when_a_float32_row_sums_past_one():
+    """Found by hypothesis: target [1.7e-8, 1.0] sums to 1 + 1.7e-8 in float32; unnormalised, the
+    exact plan's output missed the first token and reported KL = inf."""
+    plan = mentored_plan(torch.tensor([[1.7261e-08, 1.0]]), torch.tensor([[0.0, 1.0]]), 0.0)
+    assert float(plan.kl[0]) < 1e-9 and torch.allclose(plan.output_probs.sum(-1), torch.ones(1))
