@@ -173,10 +173,8 @@ def residual_figure(trace: StepTrace, notation: str = "leviathan") -> go.Figure:
          "mode": "markers", "marker": {"symbol": "star", "size": 15, "color": OVERLAP_COLOUR},
          "name": f"{c.kind} token “{label(c.text, 12)}”"},
     ]
-    note = {"text": f"other tokens: {num(c.final_other)} of {dist}", "x": 1, "y": 0, "xref": "paper", "yref": "paper",
-            "xanchor": "right", "yanchor": "bottom", "showarrow": False, "font": {"size": 12, "color": "#333"}}
-    return _figure(data, _layout(title, 360, yaxis=PROB_AXIS, xaxis={"type": "category"}, barmode="group",
-                                 annotations=[note]))
+    title += f" · other tokens: {num(c.final_other)}"
+    return _figure(data, _layout(title, 360, yaxis=PROB_AXIS, xaxis={"type": "category"}, barmode="group"))
 
 
 def history_figure(traces: list[StepTrace], notation: str = "leviathan") -> go.Figure:
@@ -207,17 +205,10 @@ def history_figure(traces: list[StepTrace], notation: str = "leviathan") -> go.F
 def _unique(labels: list[str]) -> list[str]:
     seen: dict[str, int] = {}
     out = []
-    for label in labels:
-        seen[label] = seen.get(label, 0) + 1
-        out.append(label if seen[label] == 1 else f"{label} ({seen[label]})")
+    for text in labels:
+        seen[text] = seen.get(text, 0) + 1
+        out.append(text if seen[text] == 1 else f"{text} ({seen[text]})")
     return out
-
-
-def _index_of(candidates, token_id: int) -> int:
-    for i, c in enumerate(candidates):
-        if c.id == token_id:
-            return i
-    return len(candidates)  # "other"
 
 
 # ----------------------------------------------------------------------------- playground (toy distributions)
@@ -287,6 +278,12 @@ def mentored_figure(m: dict, tokens: list[str], notation: str = "leviathan") -> 
     data = [
         {"type": "bar", "x": x, "y": pick("target"), "name": f"target {t}", "marker": {"color": TARGET_COLOUR}, **ax},
         {"type": "bar", "x": x, "y": pick("output"), "name": "mentored output π", "marker": {"color": FINAL_COLOUR}, **ax},
+        {"type": "bar", "x": x, "y": pick("resample"), "name": "mentored resampling s",
+         "marker": {"color": "white", "line": {"color": FINAL_COLOUR, "width": 2},
+                    "pattern": {"shape": ".", "fgcolor": FINAL_COLOUR, "solidity": 0.4}}, **ax},
+        {"type": "scatter", "x": x, "y": pick("exact_residual"), "mode": "markers",
+         "name": f"exact residual norm(max(0, {t} − {d}))", "marker": {"symbol": "line-ew-open", "size": 18,
+                                                                       "color": MUTED, "line": {"width": 3}}, **ax},
         {"type": "bar", "x": x, "y": pick("draft"), "name": f"draft {d}",
          "marker": {"color": "white", "line": {"color": DRAFT_COLOUR, "width": 2},
                     "pattern": {"shape": "/", "fgcolor": DRAFT_COLOUR, "solidity": 0.5}}, **ax},
@@ -378,12 +375,17 @@ def analytics_figure(traces: list[StepTrace], m: dict, notation: str = "leviatha
         curve = [theory.expected_tokens_per_target_call(alpha, g) for g in gammas]
         data.append({"type": "scatter", "x": gammas, "y": curve, "mode": "lines", "name": "expected tokens per target pass",
                      "line": {"color": OVERLAP_COLOUR}, "xaxis": "x4", "yaxis": "y4"})
-    if gamma:
+    if gamma and c and m.get("speedup") and not m.get("warming_up"):
+        data.append({"type": "scatter", "x": [gamma], "y": [m["speedup"]], "mode": "markers",
+                     "name": f"measured speedup ×{m['speedup']:.2f}", "marker": {"symbol": "diamond", "size": 12,
+                                                                               "color": ACCEPT_COLOUR},
+                     "xaxis": "x4", "yaxis": "y4"})
+    elif gamma and not c:
         data.append({"type": "scatter", "x": [gamma], "y": [m.get("tokens_per_target_call", 0)], "mode": "markers",
                      "name": f"measured tokens per pass ({m.get('tokens_per_target_call', 0):.2f}; Eq. 1 expects "
                              f"{m.get('expected_tokens_per_target_call', 0):.2f})",
                      "marker": {"symbol": "diamond", "size": 12, "color": ACCEPT_COLOUR}, "xaxis": "x4", "yaxis": "y4"})
-    layout = _layout("Why the acceptance is what it is", 640, barmode="group",
+    layout = _layout("Why the acceptance is what it is", 760, barmode="group",
                      xaxis={"domain": [0, 0.45], "anchor": "y", "title": {"text": "drafts accepted in a step"}, "dtick": 1},
                      yaxis={"domain": [0.58, 0.92], "anchor": "x", "title": {"text": "steps"}},
                      xaxis2={"domain": [0.55, 1], "anchor": "y2", "title": {"text": "drafted position"}, "dtick": 1},
@@ -393,7 +395,9 @@ def analytics_figure(traces: list[StepTrace], m: dict, notation: str = "leviatha
                      xaxis4={"domain": [0.55, 1], "anchor": "y4", "title": {"text": "γ"}},
                      yaxis4={"domain": [0, 0.42], "anchor": "x4", "rangemode": "tozero",
                              "title": {"text": "expected speedup" if c else "tokens per pass"}})
-    layout["legend"] = {"orientation": "h", "y": 1.0, "yanchor": "bottom", "x": 0, "font": {"size": 11}}
+    layout["legend"] = {"orientation": "h", "y": 1.02, "yanchor": "bottom", "x": 0, "font": {"size": 11}}
+    layout["margin"] = {"l": 55, "r": 20, "t": 190, "b": 50}
+    layout["title"]["y"] = 0.99
     return _figure(data, layout)
 
 

@@ -52,7 +52,7 @@ def _esc(text: str) -> str:
     return html.escape(show(text))
 
 
-def _bar(value: float, colour: str, width_px: int = 90) -> str:
+def _bar(value: float, colour: str, width_px: int = 60) -> str:
     """A horizontal bar on a fixed [0, 1] axis with its value printed beside it."""
     fill = max(value, 0.0) * width_px
     return (f'<span class="bar" style="display:inline-block; width:{width_px}px; height:10px; background:#e8e8e8; '
@@ -71,13 +71,13 @@ def _threshold(u: float, chance: float) -> str:
 
 def _verdict(pos: PositionTrace) -> str:
     symbol, colour, _ = VERDICT_STYLE["accepted" if pos.verdict == "accepted" else "rejected"]
-    return f'<b style="color:{colour}">{symbol} {pos.verdict}</b>'
+    return f'<b style="color:{colour}; white-space:nowrap">{symbol} {pos.verdict}</b>'
 
 
 def _verify_row(pos: PositionTrace, trace: StepTrace, t: str, d: str) -> str:
     token = f'<code>{_esc(pos.draft_text)}</code>'
-    bars = (f'<div class=pair>{d} {_bar(pos.draft_prob, DRAFT_COLOUR)}</div>'
-            f'<div class=pair>{t} {_bar(pos.target_prob, TARGET_COLOUR)}</div>')
+    bars = (f'<span class=pair>{d} {_bar(pos.draft_prob, DRAFT_COLOUR)}</span> '
+            f'<span class=pair>{t} {_bar(pos.target_prob, TARGET_COLOUR)}</span>')
     if trace.greedy:  # temperature 0: both are one-hot, the test is whether the argmaxes agree
         argmax = pos.candidates[0]
         test = (f'target argmax <code>{_esc(argmax.text)}</code>: '
@@ -85,8 +85,8 @@ def _verify_row(pos: PositionTrace, trace: StepTrace, t: str, d: str) -> str:
         return f'<tr><td>{pos.index + 1}</td><td>{token}</td><td colspan="2">{test}</td><td>{_verdict(pos)}</td></tr>'
     ratio = pos.target_prob / pos.draft_prob if pos.draft_prob > 0 else float("inf")
     cmp = "&lt;" if pos.verdict == "accepted" else "≥"
-    chance = (f'mentored {num(pos.accept_prob)} <span class="muted">(exact {num(pos.exact_accept_prob)}; '
-              f'KL {pos.kl_spent:.2f}/{trace.kl_budget:g})</span>' if trace.kl_budget > 0
+    chance = (f'mentored {num(pos.accept_prob)} <span class="muted">· exact {num(pos.exact_accept_prob)} · '
+              f'KL {pos.kl_spent:.2f}/{trace.kl_budget:g}</span>' if trace.kl_budget > 0
               else f'min(1, {t}/{d}) = {num(pos.accept_prob)}')
     test = f'{_threshold(pos.uniform, pos.accept_prob)} u = {num(pos.uniform)} {cmp} {chance}'
     return (f'<tr><td>{pos.index + 1}</td><td>{token}</td><td>{bars}</td><td class=ratio>{t}/{d} = {ratio:.2f}</td>'
@@ -102,19 +102,22 @@ def _correction(trace: StepTrace, t: str, d: str) -> str:
         source = f"{t}"
     else:
         source = "mentored s" if lossy else f"norm(max(0, {t} − {d}))"
-        head = (f'position {c.position + 1} was rejected: <b>resampled</b> <code>{_esc(c.text)}</code> from '
-                f'{source}{", the mentored resampling distribution" if lossy else ", the residual: the mass the target wants beyond what the draft gave"}.')
-    top = sorted(c.candidates, key=lambda x: -x.final_prob)[:5]
+        why = (", the mentored resampling distribution" if lossy else
+               ": at temperature 0 that is the target's argmax" if trace.greedy else
+               ", the residual: the mass the target wants beyond what the draft gave")
+        head = f'position {c.position + 1} was rejected: <b>resampled</b> <code>{_esc(c.text)}</code> from {source}{why}.'
+    top = [x for x in sorted(c.candidates, key=lambda x: -x.final_prob)[:4] if x.final_prob > 0 or x.id == c.token]
     if all(x.id != c.token for x in top):
-        top = top[:4] + [x for x in c.candidates if x.id == c.token]
+        top = top[:3] + [x for x in c.candidates if x.id == c.token]
     exact = {x.id: r for x, r in zip(c.candidates, c.residual_probs)} if lossy and c.kind == "resampled" else {}
     colour = FINAL_COLOUR if c.kind == "resampled" else BONUS_COLOUR
-    rows = "".join(
-        f'<tr{" class=chosen" if x.id == c.token else ""}><td><code>{_esc(x.text)}</code>{" ◀ chosen" if x.id == c.token else ""}</td>'
-        f'<td>{_bar(x.final_prob, colour)}</td>'
-        + (f'<td class="muted">exact residual {num(exact.get(x.id, 0.0))}</td>' if exact else "") + "</tr>"
+    options = " ".join(
+        f'<span class="option{" chosen" if x.id == c.token else ""}"><code>{_esc(x.text)}</code> {_bar(x.final_prob, colour, 40)}'
+        + (f' <span class="muted">exact {num(exact.get(x.id, 0.0))}</span>' if exact else "")
+        + ("◀" if x.id == c.token else "") + "</span>"
         for x in top)
-    return f'<div class="phase"><b>3. Correct</b> — {head}</div><table class="dist">{rows}</table>'
+    return (f'<div class="phase"><b>3. Correct</b> — {head}</div>'
+            f'<div class="options">top of {source}: {options}</div>')
 
 
 def step_card(trace: StepTrace | None, notation: str = "leviathan", total_steps: int = 0) -> str:

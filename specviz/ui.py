@@ -128,7 +128,8 @@ CSS = """
 .card td, .card th { padding: 1px 6px; border-bottom: 1px solid #ddd; text-align: left; font-size: 13px; vertical-align: middle; }
 .card code, .text-view { font-family: ui-monospace, monospace; }
 .card .muted, .muted { color: #555; }
-.card tr.chosen { font-weight: bold; }
+.card .option { display: inline-block; margin-right: 10px; white-space: nowrap; }
+.card .option.chosen { font-weight: bold; outline: 2px solid #1F5FA0; padding: 0 3px; }
 .badge { display: inline-block; padding: 0 6px; border: 1px solid #555; border-radius: 4px; font-size: 12px; }
 .badge.lossy { background: #B8420A; color: #fff; border-color: #B8420A; font-weight: bold; }
 #timeline .text-view { white-space: pre-wrap; max-height: 7.5em; overflow-y: auto; font-size: 15px; line-height: 1.6;
@@ -144,7 +145,7 @@ CSS = """
 @media (max-width: 700px) {
   #main-row { flex-direction: column-reverse !important; }
   .card td, .card th { font-size: 12px; padding: 1px 3px; }
-  .card .bar { width: 40px !important; } .card .track { width: 56px !important; }
+  .card .bar { width: 30px !important; } .card .track { width: 50px !important; }
   .card .ratio { display: none; } .card .pair { white-space: nowrap; }
   #title h2 { font-size: 16px; }
 }

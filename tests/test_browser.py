@@ -257,3 +257,18 @@ def test_playground_endpoint_from_a_client(app_url):
     assert biased["p_value"] < 1e-3
     with pytest.raises(Exception, match="negative"):
         client.predict([0.6, -0.3], [0.5, 0.5], 100, "exact", 0, api_name="/playground")
+
+
+def test_debug_view_shows_vllm_metrics_and_a_rejection_click_shows_its_step(page):
+    for n in range(1, 5):
+        step(page)
+        expect(page.locator("#step-card")).to_contain_text(f"Step {n}", timeout=TIMEOUT)
+    page.get_by_text("Debug acceptance").click()
+    expect(page.locator("#analytics")).to_contain_text("draft acceptance rate (vLLM)", timeout=TIMEOUT)
+    expect(page.locator("#analytics")).to_contain_text("acceptance rate α (Leviathan)", timeout=TIMEOUT)
+    expect(page.locator("#analytics-plot g.point path").first).to_be_visible(timeout=TIMEOUT)
+    text = page.locator("#rejections").inner_text()
+    values = [v.strip() for v in text.split("resampled", 1)[1].split("\n") if v.strip()]
+    if values:  # a rejection happened: step, position, context, ... of the first one
+        page.locator("#rejections").get_by_text(values[3], exact=True).first.click()
+        expect(page.locator("#view-step input")).to_have_value(values[0], timeout=TIMEOUT)

@@ -38,3 +38,18 @@ def test_bad_input_exits_with_a_clear_message():
                           (["--prompt", "x", "--temperature", "-1"], "temperature")]:
         out = run_cli("generate", *args)
         assert out.returncode == 2 and message in out.stderr and "Traceback" not in out.stderr
+
+
+def test_engine_bench_and_report_need_no_gradio():
+    """The layers below the UI import without gradio, and the bench's UI timing runs with gradio blocked."""
+    code = """
+import sys
+sys.modules['gradio'] = None  # any import of gradio now fails
+import specviz.bench, specviz.engine, specviz.models, specviz.sampling, specviz.run, specviz.views, specviz.report
+from specviz.models import load_pair
+out = specviz.bench._ui_step_ratio(load_pair('shakespeare'), 'KING.', dict(gamma=4, temperature=1.0, max_new_tokens=20), 0, steps=2)
+assert out['ui_step_ms'] > 0 and out['engine_step_ms'] > 0, out
+print('ok')
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0 and out.stdout.strip().endswith("ok"), out.stderr[-1500:]

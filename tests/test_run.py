@@ -11,7 +11,7 @@ import pytest
 
 from specviz.config import DecodeConfig
 from specviz.models import pair_ref
-from specviz.run import ComparedRun, RunSettings, advance
+from specviz.run import ComparedRun, RunSettings
 
 SETTINGS = RunSettings(pair=pair_ref("shakespeare"), prompt="KING.\nNow is the time",
                        config=DecodeConfig(gamma=4, max_new_tokens=60, seed=3), device="cpu")
