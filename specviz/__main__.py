@@ -98,6 +98,14 @@ def cmd_report(args) -> int:
     return 0
 
 
+def cmd_loadtest(args) -> int:
+    from .loadtest import run_loadtest
+
+    result = run_loadtest(sessions=args.sessions, steps=args.steps, churn=args.churn)
+    print(json.dumps(result) if args.json else "\n".join(f"{k:32s} {v}" for k, v in result.items()))
+    return 0 if result["errors"] == 0 else 1
+
+
 def main(argv=None) -> int:
     ap = _Parser(prog="python -m specviz", description="speculative decoding, step by step")
     sub = ap.add_subparsers(dest="command", required=True, parser_class=_Parser)
@@ -126,6 +134,12 @@ def main(argv=None) -> int:
     report.add_argument("--max-new-tokens", type=int, default=64)
     report.add_argument("--out", required=True, help="folder to write into")
     report.set_defaults(func=cmd_report)
+    load = sub.add_parser("loadtest", help="many /step API sessions at once on a local server: isolation, latency, memory")
+    load.add_argument("--sessions", type=int, default=30)
+    load.add_argument("--steps", type=int, default=30)
+    load.add_argument("--churn", type=int, default=200, help="sessions that connect, step 5 times and leave")
+    load.add_argument("--json", action="store_true")
+    load.set_defaults(func=cmd_loadtest)
     args = ap.parse_args(argv)
     try:
         return args.func(args)

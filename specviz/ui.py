@@ -23,7 +23,7 @@ SESSION_TTL_S = 15 * 60      # a closed tab's run is freed after this long (gr.S
 MODEL_CONCURRENCY = int(os.environ.get("SPECVIZ_CONCURRENCY", "2"))  # model-bound events at once, all tabs together
 
 
-def _step(session: Session, notation: str, knobs) -> View:
+def _step(session: Session, notation: str, knobs) -> tuple[View, Status]:
     try:
         status = advance(session, settings_from(*knobs))
     except (ValueError, ModelLoadError, DecodingFinished) as err:

@@ -53,3 +53,15 @@ print('ok')
 """
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert out.returncode == 0 and out.stdout.strip().endswith("ok"), out.stderr[-1500:]
+
+
+def test_loadtest_small_isolation_and_no_errors():
+    """The load test's small version: 3 sessions x 3 Steps at once equal their solo runs, no errors."""
+    import os
+
+    from specviz.loadtest import run_loadtest
+
+    with open(os.devnull, "w") as quiet:
+        out = run_loadtest(sessions=3, steps=3, churn=2, progress=quiet)
+    assert out["errors"] == 0 and out["sessions_identical_to_solo"] == 3
+    assert out["loaded"]["steps_per_s"] > 0 and out["churn"]["rss_after_mib"] > 0
