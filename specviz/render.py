@@ -9,6 +9,7 @@ from __future__ import annotations
 import html
 from dataclasses import dataclass
 
+from .metrics import MIN_TIMED
 from .notation import letters, num, show
 from .trace import PositionTrace, StepTrace
 
@@ -223,8 +224,6 @@ def counters_html(m: dict, device: str, lossy: bool, baseline_tokens: int, steps
     """Speculative vs target-only, from metrics.metrics(); timings flagged while warming up."""
     if not steps:
         return '<div class="counters muted">Counters appear after the first step.</div>'
-    from .metrics import MIN_TIMED
-
     badge = ' <span class="badge lossy">LOSSY run vs an exact baseline</span>' if lossy else ""
     if m["speedup"] is None or m["warming_up"]:
         speed = (f'<b>speedup</b>: warming up (timings count once both sides have {MIN_TIMED} forwards; '

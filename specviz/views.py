@@ -10,7 +10,7 @@ from typing import NamedTuple
 
 import plotly.graph_objects as go
 
-from . import export, figures, render
+from . import export, figures, playground, render
 from .config import DecodeConfig
 from .engine import clean_text
 from .models import custom_pair, pair_ref
@@ -118,8 +118,6 @@ def playground_tokens(text: str, size: int) -> list[str]:
 
 def playground_view(tokens: str, target: str, draft: str, kl_budget: float, notation: str):
     """(decomposition figure, mentored figure, status) for the typed distributions."""
-    from . import playground
-
     try:
         p, _ = playground.check_pair(target, draft)
         names = playground_tokens(tokens, len(p))
@@ -131,8 +129,6 @@ def playground_view(tokens: str, target: str, draft: str, kl_budget: float, nota
 
 def playground_run(tokens: str, target: str, draft: str, samples: int, seed: int, notation: str):
     """(histogram of all three rules, summary Markdown, status)."""
-    from . import playground
-
     try:
         p, _ = playground.check_pair(target, draft)
         results = [playground.simulate(target, draft, samples, v, int(seed)) for v in playground.VARIANTS]
