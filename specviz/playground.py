@@ -172,8 +172,7 @@ def mentored(target, draft, kl_budget: float, frontier_points: int = 24) -> dict
     budgets = [top * i / (frontier_points - 1) for i in range(frontier_points)]
     plans = [sampling.mentored_plan(p, q, b) for b in budgets]
     return {"order": order, "ratio": [ratio[i].item() for i in order], "target": p.tolist(), "draft": q.tolist(),
-            "accept_chance": plan.accept_probs.tolist(), "exact_accept_chance": torch.where(
-                q > 0, (p / q.clamp_min(1e-300)).clamp(max=1.0), torch.ones_like(p)).tolist(),
+            "accept_chance": plan.accept_probs.tolist(), "exact_accept_chance": ratio.clamp(max=1.0).tolist(),
             "resample": plan.resample_probs.tolist(), "exact_residual": sampling.residual_distribution(p, q).tolist(),
             "output": plan.output_probs.tolist(), "acceptance_rate": float(plan.acceptance_rate),
             "exact_acceptance_rate": float(torch.minimum(p, q).sum()), "kl": float(plan.kl), "kl_budget": float(kl_budget),

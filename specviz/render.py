@@ -55,9 +55,9 @@ def _esc(text: str) -> str:
 
 def _bar(value: float, colour: str, width_px: int = 60) -> str:
     """A horizontal bar on a fixed [0, 1] axis with its value printed beside it."""
-    fill = max(value, 0.0) * width_px
+    fill = min(max(value, 0.0), 1.0) * 100  # a share of the track, so a narrower track (phones) keeps it inside
     return (f'<span class="bar" style="display:inline-block; width:{width_px}px; height:10px; background:#e8e8e8; '
-            f'vertical-align:middle"><span style="display:block; width:{fill:.1f}px; height:10px; background:{colour}">'
+            f'vertical-align:middle"><span style="display:block; width:{fill:.1f}%; height:10px; background:{colour}">'
             f'</span></span> <span class="num">{num(value)}</span>')
 
 

@@ -112,7 +112,7 @@ class ComparedRun:
         return list(spec.tokens) if spec else []
 
     def step(self) -> StepTrace:
-        """One round (records forced on: a compared run is for looking at)."""
+        """One round of both sides, in the fair order; returns the speculative step's trace."""
         with self._lock:
             if self.finished:
                 raise DecodingFinished("generation has finished: press Reset (or change a setting) to start again")
