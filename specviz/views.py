@@ -34,6 +34,10 @@ class Session:
     def traces(self) -> list:
         return self.run.traces if self.run else []
 
+    def release(self) -> None:
+        """Free the run now: the tab closed or the session expired."""
+        self.run, self.viewing, self.playing = None, None, False
+
 
 def with_lock(fn):
     """Run fn(session, ...) holding the session's lock (a fresh Session if none was given)."""
@@ -156,7 +160,7 @@ def sweep_view(session: Session, notation: str):
         return None, Status("error", "press Step first: the sweep runs on the current run's context"
                             if session.run is None else "the sweep is not available on ZeroGPU")
     try:
-        return figures.sweep_figure(temperature_sweep(session.run.spec.pair, session.run.tokens), notation), Status()
+        return figures.sweep_figure(temperature_sweep(session.run.settings.load(), session.run.tokens), notation), Status()
     except (ValueError, RuntimeError) as err:
         return None, Status("error", f"the sweep failed: {str(err).splitlines()[0]}")
 

@@ -22,7 +22,8 @@ def free_port() -> int:
 
 
 @pytest.fixture(scope="module")
-def app_url(pair):
+def served(pair):
+    """(the app's Blocks, its URL): one server for the module."""
     from specviz.ui import CSS, PAGE_JS, build_app
 
     demo = build_app()
@@ -30,8 +31,13 @@ def app_url(pair):
     port = int(os.environ.get("GRADIO_SERVER_PORT") or free_port())
     _, url, _ = demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, js=PAGE_JS, css=CSS,
                             quiet=True)
-    yield url
+    yield demo, url
     demo.close()
+
+
+@pytest.fixture(scope="module")
+def app_url(served):
+    return served[1]
 
 
 @pytest.fixture(scope="module")
@@ -233,6 +239,26 @@ def test_gradio_client_steps_keep_per_client_state(app_url):
     assert endpoints == {"/step", "/reset", "/playground", "/traces"}
     traces = a.predict(api_name="/traces")[2]  # (JSON file, CSV file, the traces as JSON data)
     assert [t["step"] for t in traces] == [1, 2] and {"positions", "correction", "record"} <= set(traces[0])
+
+
+def test_a_client_that_leaves_has_its_session_freed_at_once(served):
+    """Closing (the heartbeat ends, as when a tab closes) frees the run, not an hour later."""
+    import time
+
+    from gradio_client import Client
+
+    demo, url = served
+    client = Client(url, verbose=False)
+    client.predict(seed=7, max_new_tokens=20, api_name="/step")
+    holder = demo.state_holder
+    sessions = [v for v in holder.session_data[client.session_hash].state_data.values() if hasattr(v, "run")]
+    assert len(sessions) == 1 and sessions[0].run is not None
+    client.close()
+    deadline = time.monotonic() + 20
+    while client.session_hash in holder.session_data and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert client.session_hash not in holder.session_data
+    assert sessions[0].run is None  # Session.release ran: its KV caches are unreachable
 
 
 def test_playground_tab_draws_the_proof_and_catches_a_shortcut(page):

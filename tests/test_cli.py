@@ -56,7 +56,8 @@ print('ok')
 
 
 def test_loadtest_small_isolation_and_no_errors():
-    """The load test's small version: 3 sessions x 3 Steps at once equal their solo runs, no errors."""
+    """The load test's small version (a server process of its own): 3 sessions x 3 Steps at once
+    equal their solo runs, every phase served every Step, no errors, memory sampled."""
     import os
 
     from specviz.loadtest import run_loadtest
@@ -64,4 +65,5 @@ def test_loadtest_small_isolation_and_no_errors():
     with open(os.devnull, "w") as quiet:
         out = run_loadtest(sessions=3, steps=3, churn=2, progress=quiet)
     assert out["errors"] == 0 and out["sessions_identical_to_solo"] == 3
-    assert out["loaded"]["steps_per_s"] > 0 and out["churn"]["rss_after_mib"] > 0
+    assert out["solo"]["steps"] == out["pair"]["steps"] == out["loaded"]["steps"] == 9
+    assert out["loaded"]["steps_per_s"] > 0 and len(out["churn"]["rss_mib"]) == 2 and out["churn"]["rss_after_mib"] > 0

@@ -11,7 +11,7 @@ import pytest
 
 from specviz.config import DecodeConfig
 from specviz.models import pair_ref
-from specviz.run import ComparedRun, RunSettings
+from specviz.run import ComparedRun, RunSettings, WarmRuns
 
 SETTINGS = RunSettings(pair=pair_ref("shakespeare"), prompt="KING.\nNow is the time",
                        config=DecodeConfig(gamma=4, max_new_tokens=60, seed=3), device="cpu")
@@ -35,9 +35,10 @@ def test_neither_side_always_runs_first(pair, monkeypatch):
 def test_the_baseline_catches_up_on_the_last_step(pair):
     run = ComparedRun(RunSettings(SETTINGS.pair, SETTINGS.prompt, DecodeConfig(gamma=4, max_new_tokens=13, seed=1),
                                   device="cpu"), stateless=False)
+    n_prompt = len(run.spec.prompt_ids)
     while not run.finished:
         run.step()
-    assert run.baseline_tokens() == len(run.tokens) - len(run.spec.prompt_ids) == 13
+    assert run.baseline_tokens() == len(run.tokens) - n_prompt == 13
 
 
 class ForkedGPU(types.ModuleType):
@@ -97,3 +98,41 @@ def test_stepping_across_a_forked_boundary_advances_with_plain_data(pair, monkey
     assert boundary.metrics()["tokens"] == live.metrics()["tokens"] > 5
     assert boundary.baseline_tokens() == live.baseline_tokens()
     assert len(fake.sent) == 5 and max(fake.sent) < 1_000_000 and max(fake.received) < 1_000_000
+
+
+def test_runs_beyond_the_warm_capacity_hibernate_and_resume_exactly(pair):
+    """With room for one warm run, stepping B drops A's KV caches; A's next steps rebuild them
+    and emit what a run that was never dropped emits."""
+    warm = WarmRuns(1)
+    a = ComparedRun(SETTINGS, stateless=False, warm=warm)
+    b = ComparedRun(RunSettings(SETTINGS.pair, "Second prompt", SETTINGS.config, device="cpu"), stateless=False,
+                    warm=warm)
+    reference = ComparedRun(SETTINGS, stateless=False, warm=WarmRuns(2))
+    for _ in range(3):
+        a.step(), b.step(), reference.step()
+        assert not a.warm and b.warm and len(warm) == 1
+        assert a.metrics()["tokens"] == reference.metrics()["tokens"]  # readable while hibernating
+    assert a.tokens == reference.tokens and a.baseline_tokens() == reference.baseline_tokens()
+    assert [t.emitted for t in a.traces] == [t.emitted for t in reference.traces]
+
+
+def test_a_finished_run_drops_its_caches_and_keeps_its_results(pair):
+    run = ComparedRun(RunSettings(SETTINGS.pair, SETTINGS.prompt, DecodeConfig(gamma=4, max_new_tokens=6, seed=1),
+                                  device="cpu"), stateless=False, warm=WarmRuns(4))
+    while not run.finished:
+        run.step()
+    assert not run.warm and run.spec is None
+    assert run.metrics()["tokens"] == run.baseline_tokens() == 6 and len(run.tokens) > 6
+
+
+def test_a_stepping_run_is_never_hibernated_under_it(pair):
+    run = ComparedRun(SETTINGS, stateless=False, warm=WarmRuns(4))
+    with run._lock:  # as during a step
+        assert run.hibernate() is False and run.warm
+    assert run.hibernate() is True and not run.warm
+
+
+def test_the_warm_capacity_is_validated():
+    for bad in (-1, 1.5, True, "3"):
+        with pytest.raises(ValueError, match="warm runs"):
+            WarmRuns(bad)

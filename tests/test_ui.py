@@ -7,6 +7,7 @@ import threading
 
 from specviz import render
 from specviz.ui import Session, play_handler, reset_handler, step_handler, tick_handler, view_handler
+from specviz.views import sweep_view
 
 KNOBS = ("shakespeare", "ROMEO.\nBut soft", 4, 1.0, 0, 1.0, 0.0, 0, 40)  # preset, prompt, gamma, T, top-k, top-p, D, seed, max
 
@@ -157,3 +158,17 @@ def test_parallel_sessions_match_serial_runs(pair):
 
 def test_message_html_is_escaped():
     assert "<script>" not in render.message_html(render.Status("error", "<script>x</script>"))
+
+
+def test_the_sweep_runs_on_the_context_even_after_the_run_finished(pair):
+    """A finished run has dropped its KV caches; the sweep still reads its tokens and the pair."""
+    session = Session()
+    assert sweep_view(session, "leviathan")[1].error
+    while session.run is None or not session.run.finished:
+        step_handler(session, "leviathan", *knobs(max_new=5))
+    assert not session.run.warm
+    figure, status = sweep_view(session, "leviathan")
+    assert not status.error and len(figure.data) >= 2
+    alphas = figure.data[0].y
+    assert all(0 <= a <= 1 for a in alphas) and len(alphas) == 7
+    assert all(a >= m for a, m in zip(alphas, figure.data[1].y))  # sum min(p, q) >= sum p*q
