@@ -304,7 +304,8 @@ def build_app() -> gr.Blocks:
         sweep_btn.click(on_sweep, [session, notation], [sweep_plot, message], **model, api_visibility="private")
         export_btn.click(on_export, [session], [json_file, csv_file, traces_json], api_name="traces", **light_public)
         wire_playground(pg, notation, light, demo)
-        def on_unload(request: gr.Request):
+
+        def on_unload(request: gr.Request):  # gradio passes the closed tab's request, no inputs
             forget_tab(demo, request)
         demo.unload(on_unload)
         preset.change(lambda p: gr.Dropdown(choices=list(PRESETS[p].examples) if p in PRESETS else [], value=None),
