@@ -86,7 +86,7 @@ class Server:
         self.log.close()
 
 
-class Session:
+class ClientSession:
     """One client with its own seed: connects, steps, reads its tokens back, leaves."""
 
     def __init__(self, url: str, seed: int):
@@ -114,9 +114,9 @@ class Session:
             self.client.close()
 
 
-def _together(url: str, seeds: list[int], steps: int) -> tuple[list[Session], float]:
+def _together(url: str, seeds: list[int], steps: int) -> tuple[list[ClientSession], float]:
     """Sessions connect, then all step at once; returns them and the stepping wall time."""
-    sessions = [Session(url, seed) for seed in seeds]
+    sessions = [ClientSession(url, seed) for seed in seeds]
     threads = [threading.Thread(target=s.step, args=(steps,)) for s in sessions]
     t0 = time.perf_counter()
     for t in threads:
@@ -133,7 +133,7 @@ def _percentiles(latencies: list) -> dict:
     return {"p50_s": round(statistics.median(ordered), 3), "p95_s": round(ordered[int(0.95 * (len(ordered) - 1))], 3)}
 
 
-def _summary(sessions: list[Session], wall: float) -> dict:
+def _summary(sessions: list[ClientSession], wall: float) -> dict:
     latencies = [x for s in sessions for x in s.latencies]
     return {**_percentiles(latencies), "steps": len(latencies), "steps_per_s": round(len(latencies) / wall, 2)}
 
