@@ -1,5 +1,5 @@
 """specviz: speculative decoding, step by step. `python app.py` (Hugging Face Spaces runs this file)."""
-from specviz.ui import launch
+from specviz.app import launch
 
 if __name__ == "__main__":
     launch()

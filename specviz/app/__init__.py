@@ -1,0 +1,5 @@
+"""The gradio app: the only subpackage that imports gradio. `python app.py` calls `launch()`."""
+from .server import CSS, PAGE_JS, launch
+from .wiring import build_app
+
+__all__ = ["CSS", "PAGE_JS", "build_app", "launch"]

@@ -1,0 +1,86 @@
+"""Every knob of a decoding run, validated in one place, and the conventions the UI and CLI share."""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+GAMMA_MIN, GAMMA_MAX = 1, 16          # tokens drafted per step
+MAX_NEW_TOKENS = 4096
+TEMPERATURE_MAX = 100.0
+TOP_K_OFF, TOP_P_OFF = 0, 1.0         # the values the UI and CLI use for "no top-k / top-p"
+
+
+def _whole(name: str, value) -> int:
+    """value as an int, refusing 2.5, NaN, True and text rather than silently rounding them."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError(f"{name} must be a whole number, not {value!r}")
+    if isinstance(value, float) and not (math.isfinite(value) and value.is_integer()):
+        raise ValueError(f"{name} must be a whole number, not {value!r}")
+    return int(value)
+
+
+def _number(name: str, value) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value):
+        raise ValueError(f"{name} must be a number, not {value!r}")
+    return float(value)
+
+
+@dataclass(frozen=True)
+class DecodeConfig:
+    """Every knob of a decoding run. Bad values raise ValueError naming the knob and the range."""
+    gamma: int = 4
+    temperature: float = 1.0
+    top_k: int | None = None      # None: off
+    top_p: float | None = None    # None: off
+    kl_budget: float = 0.0        # 0: exact speculative sampling; > 0: mentored decoding (lossy)
+    max_new_tokens: int = 64
+    seed: int = 0
+    trace_top_k: int = 10         # bars per figure
+    record: bool = True           # build a StepTrace per step (the benchmark's lean loop turns it off)
+
+    def __post_init__(self):
+        gamma = _whole("gamma", self.gamma)
+        if not GAMMA_MIN <= gamma <= GAMMA_MAX:
+            raise ValueError(f"gamma must be a whole number in {GAMMA_MIN}..{GAMMA_MAX}, not {self.gamma!r}")
+        if not 0 <= _number("temperature", self.temperature) <= TEMPERATURE_MAX:
+            raise ValueError(f"temperature must be a number in [0, {TEMPERATURE_MAX:g}], not {self.temperature!r}")
+        if self.top_k is not None and _whole("top_k", self.top_k) < 0:
+            raise ValueError(f"top_k must be a whole number >= 0 ({TOP_K_OFF} = off), not {self.top_k!r}")
+        if self.top_p is not None and not 0 < _number("top_p", self.top_p) <= 1:
+            raise ValueError(f"top_p must be in (0, 1] ({TOP_P_OFF:g} = off), not {self.top_p!r}")
+        if not 0 <= _number("kl_budget", self.kl_budget) < math.inf:
+            raise ValueError(f"kl_budget must be a finite number >= 0, not {self.kl_budget!r}")
+        if not 1 <= _whole("max_new_tokens", self.max_new_tokens) <= MAX_NEW_TOKENS:
+            raise ValueError(f"max_new_tokens must be a whole number in 1..{MAX_NEW_TOKENS}, not {self.max_new_tokens!r}")
+        if not 0 <= _whole("seed", self.seed) < 2**63:
+            raise ValueError(f"seed must be a whole number >= 0, not {self.seed!r}")
+        if not 1 <= _whole("trace_top_k", self.trace_top_k) <= 50:
+            raise ValueError(f"trace_top_k must be in 1..50, not {self.trace_top_k!r}")
+        # whole-number floats (4.0 from a slider) become ints, so equal settings compare equal
+        for name in ("gamma", "max_new_tokens", "seed", "trace_top_k"):
+            object.__setattr__(self, name, int(getattr(self, name)))
+        if self.top_k is not None:
+            object.__setattr__(self, "top_k", int(self.top_k))
+
+    @classmethod
+    def from_knobs(cls, *, gamma, temperature, top_k, top_p, kl_budget, max_new_tokens, seed, **extra) -> "DecodeConfig":
+        """From the UI's and CLI's values, where top-k 0 and top-p 1 (or None) mean off."""
+        top_k = None if top_k is None or (not isinstance(top_k, str) and top_k == TOP_K_OFF) else top_k
+        top_p = None if top_p is None or (not isinstance(top_p, str) and top_p == TOP_P_OFF) else top_p
+        return cls(gamma=gamma, temperature=temperature, top_k=top_k, top_p=top_p, kl_budget=kl_budget,
+                   max_new_tokens=max_new_tokens, seed=seed, **extra)
+
+    def warp(self, logits):
+        """Logits [..., V] -> the warped probabilities both models sample from."""
+        from .warping import warp
+
+        return warp(logits, self.temperature, self.top_k or None, self.top_p)
+
+    @property
+    def lossy(self) -> bool:
+        """Mentored decoding trades exactness for acceptance: its output is not the target's law."""
+        return self.kl_budget > 0
+
+    @property
+    def greedy(self) -> bool:
+        return self.temperature == 0

@@ -1,0 +1,324 @@
+"""Step-wise speculative decoding over real models, and the target-only baseline.
+
+One `SpeculativeDecoder.step()` is one round of the algorithm:
+  1. draft    gamma cached draft forwards, one new token each, sampled from the warped draft
+  2. verify   one cached target forward over the gamma + 1 new positions
+  3. correct  `sampling.verify`: accept a prefix, then resample at the first rejection or add
+              the bonus token; both KV caches are cropped back so no prefix is ever recomputed
+Randomness comes only from the decoder's own `torch.Generator(seed)`.
+
+A decoder's progress can leave as plain data (`state()`) and resume elsewhere
+(`resume=`), rebuilding its KV caches from the token ids: what ZeroGPU's process boundary needs.
+
+Over 300 lines on purpose: the round (draft, verify, correct) and the trace that tells it are kept in
+one file so the algorithm reads top to bottom beside what the step card shows of each step.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import torch
+
+from ..core import sampling
+from ..core.config import DecodeConfig
+from ..core.trace import Candidate, Correction, Counters, EmittedToken, PositionTrace, StepRecord, StepTrace
+from .cache import CachedModel
+from .loading import ModelPair
+
+__all__ = ["DecodingFinished", "SpeculativeDecoder", "TargetOnlyDecoder",
+           "DecoderState"]
+
+MAX_PROMPT_CHARS = 20_000
+
+
+class DecodingFinished(RuntimeError):
+    """step() was called after EOS or max_new_tokens."""
+
+
+def clean_text(text: str) -> str:
+    """Text that can be tokenised and sent back to a browser: lone surrogates become U+FFFD."""
+    return text.encode("utf-8", "replace").decode("utf-8")
+
+
+def check_prompt(prompt: str) -> None:
+    """ValueError for an empty or oversized prompt (before any model is touched)."""
+    if not isinstance(prompt, str) or not prompt.strip():
+        raise ValueError("the prompt is empty: type some text to continue")
+    if len(prompt) > MAX_PROMPT_CHARS:
+        raise ValueError(f"the prompt has {len(prompt):,} characters; the limit is {MAX_PROMPT_CHARS:,}")
+
+
+def prepare_prompt(pair: ModelPair, prompt: str, config: DecodeConfig) -> tuple[list[int], str]:
+    """Token ids of the prompt, left-truncated to leave room in the context window; and a notice."""
+    check_prompt(prompt)
+    ids = pair.encode(clean_text(prompt))
+    if not ids:
+        raise ValueError("the prompt produced no tokens")
+    room = pair.context_window - config.max_new_tokens - config.gamma - 1
+    if room < 1:
+        raise ValueError(f"max_new_tokens {config.max_new_tokens} + gamma {config.gamma} does not fit the "
+                         f"{pair.context_window}-token context window; ask for fewer new tokens")
+    if len(ids) > room:
+        return ids[-room:], f"prompt truncated from the left to its last {room} of {len(ids)} tokens to fit the context window"
+    return ids, ""
+
+
+def _sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def _generator_bytes(generator: torch.Generator) -> bytes:
+    return generator.get_state().numpy().tobytes()
+
+
+@dataclass
+class DecoderState:
+    """A decoder's progress as plain data: token ids, its generator's state, counters, records."""
+    tokens: list[int]
+    n_prompt: int
+    notice: str
+    generator: bytes
+    counters: Counters
+    finished: bool
+    records: list[StepRecord] = field(default_factory=list)  # speculative steps
+    call_s: list[float] = field(default_factory=list)        # baseline forwards
+
+
+class _Decoder:
+    """What both decoders share: prompt, token list, generator, prefill, stopping."""
+
+    def __init__(self, pair: ModelPair, prompt: str, config: DecodeConfig, *, resume: DecoderState | None = None):
+        if not isinstance(config, DecodeConfig):
+            raise TypeError("config must be a DecodeConfig")
+        self.pair, self.config = pair, config
+        self.generator = torch.Generator(device=pair.device).manual_seed(config.seed)
+        self.eos = pair.tokenizer.eos_token_id
+        if resume is None:
+            prompt_ids, self.notice = prepare_prompt(pair, prompt, config)
+            self.tokens, self.n_prompt = list(prompt_ids), len(prompt_ids)
+            self.counters, self.finished = Counters(), False
+            self.records: list[StepRecord] = []
+            self.call_s: list[float] = []
+        else:
+            self.tokens, self.n_prompt, self.notice = list(resume.tokens), resume.n_prompt, resume.notice
+            self.generator.set_state(torch.frombuffer(bytearray(resume.generator), dtype=torch.uint8))
+            self.counters, self.finished = Counters(**vars(resume.counters)), resume.finished
+            self.records, self.call_s = list(resume.records), list(resume.call_s)
+        self.target = CachedModel(pair.target, pair.vocab_size)
+        self.prefill_s = self._prefill(self.target)
+
+    def _prefill(self, model: CachedModel) -> float:
+        """The last token stays pending: its logits start the next step."""
+        t0 = time.perf_counter()
+        model.prefill(self.tokens[:-1])
+        _sync(self.pair.device)
+        return time.perf_counter() - t0
+
+    def state(self) -> DecoderState:
+        return DecoderState(tokens=list(self.tokens), n_prompt=self.n_prompt, notice=self.notice,
+                            generator=_generator_bytes(self.generator), counters=Counters(**vars(self.counters)),
+                            finished=self.finished, records=list(self.records), call_s=list(self.call_s))
+
+    @property
+    def prompt_ids(self) -> list[int]:
+        return self.tokens[: self.n_prompt]
+
+    @property
+    def generated_ids(self) -> list[int]:
+        return self.tokens[self.n_prompt:]
+
+    @property
+    def text(self) -> str:
+        return self.pair.tokenizer.decode(self.generated_ids, skip_special_tokens=True)
+
+    def _accept_new(self, new_ids: list[int]) -> list[int]:
+        """Append new tokens, cut at EOS and max_new_tokens; returns what was kept."""
+        room = self.config.max_new_tokens - len(self.generated_ids)
+        kept = new_ids[:room]
+        if self.eos is not None and self.eos in kept:
+            kept = kept[: kept.index(self.eos) + 1]
+            self.finished = True
+        self.tokens.extend(kept)
+        self.counters.tokens += len(kept)
+        if len(self.generated_ids) >= self.config.max_new_tokens:
+            self.finished = True
+        return kept
+
+    def _check_not_finished(self):
+        if self.finished:
+            raise DecodingFinished(f"generation has finished ({len(self.generated_ids)} tokens); press Reset to start again")
+
+    def run(self):
+        """Step until EOS or max_new_tokens; returns the list of step results."""
+        out = []
+        while not self.finished:
+            out.append(self.step())
+        return out
+
+
+class TargetOnlyDecoder(_Decoder):
+    """The baseline: one token per cached target forward, same warping and seed handling."""
+
+    def step(self) -> EmittedToken:
+        self._check_not_finished()
+        t0 = time.perf_counter()
+        logits = self.target.forward(self.tokens[self.target.seen:], keep=1)[-1]  # [V]
+        token = sampling.sample(self.config.warp(logits), self.generator)
+        _sync(self.pair.device)
+        elapsed = time.perf_counter() - t0
+        self.counters.target_calls += 1
+        self.counters.compute_s += elapsed
+        self.call_s.append(elapsed)
+        kept = self._accept_new([token])
+        return EmittedToken(id=token, text=self.pair.token_text(token) if kept else "", kind="target",
+                            step=self.counters.target_calls)
+
+
+@dataclass
+class _Drafted:
+    tokens: list[int]            # [gamma]
+    probs: torch.Tensor          # [gamma, V] the warped draft distributions they were drawn from
+
+
+class SpeculativeDecoder(_Decoder):
+    """Speculative sampling (kl_budget = 0) or mentored decoding (kl_budget > 0), one round per step()."""
+
+    def __init__(self, pair: ModelPair, prompt: str, config: DecodeConfig, *, resume: DecoderState | None = None):
+        super().__init__(pair, prompt, config, resume=resume)
+        self.draft = CachedModel(pair.draft, pair.vocab_size)
+        self.prefill_s += self._prefill(self.draft)
+
+    @property
+    def steps(self) -> int:
+        return len(self.records)
+
+    def step(self) -> StepTrace | None:
+        """One round; returns its StepTrace (None when config.record is off)."""
+        self._check_not_finished()
+        t0 = time.perf_counter()
+        drafted = self._draft()                               # 1. draft
+        t1 = time.perf_counter()
+        target_probs = self._verify(drafted)                  # 2. verify   [gamma+1, V]
+        t2 = time.perf_counter()
+        result, kept = self._correct(target_probs, drafted)   # 3. correct
+        t3 = time.perf_counter()
+        record = StepRecord(gamma=self.config.gamma, n_accepted=result.n_accepted, n_examined=result.n_examined,
+                            n_emitted=len(kept), draft_s=t1 - t0, target_s=t2 - t1, step_s=t3 - t0)
+        self.records.append(record)
+        self.counters.compute_s += record.step_s
+        if not self.config.record:
+            return None
+        return self._trace(target_probs, drafted, result, kept, record)
+
+    def _draft(self) -> _Drafted:
+        """1. draft: gamma tokens, one cached forward each, sampled from the warped draft."""
+        tokens, rows = [], []
+        pending = self.tokens[self.draft.seen:]  # 1 token, or 2 after a bonus the draft never saw
+        for _ in range(self.config.gamma):
+            probs = self.config.warp(self.draft.forward(pending, keep=1)[-1])  # [V]
+            token = sampling.sample(probs, self.generator)
+            tokens.append(token)
+            rows.append(probs)
+            pending = [token]
+        _sync(self.pair.device)
+        self.counters.draft_calls += self.config.gamma
+        return _Drafted(tokens=tokens, probs=torch.stack(rows))  # [gamma, V]
+
+    def _verify(self, drafted: _Drafted) -> torch.Tensor:
+        """2. verify: one target forward over the pending token and the gamma drafts."""
+        gamma = self.config.gamma
+        logits = self.target.forward(self.tokens[self.target.seen:] + drafted.tokens, keep=gamma + 1)  # [gamma+1, V]
+        target_probs = self.config.warp(logits)  # [gamma+1, V]
+        _sync(self.pair.device)
+        self.counters.target_calls += 1
+        return target_probs
+
+    def _correct(self, target_probs: torch.Tensor, drafted: _Drafted) -> tuple[sampling.Verification, list[int]]:
+        """3. correct: accept a prefix, resample or add the bonus token, crop both caches back."""
+        result = sampling.verify(target_probs, drafted.probs, torch.tensor(drafted.tokens, device=drafted.probs.device),
+                                 kl_budget=self.config.kl_budget, generator=self.generator)
+        keep = len(self.tokens) + result.n_accepted  # prompt + generated + accepted; the new last token is pending
+        self.target.crop_to(keep)
+        self.draft.crop_to(keep)
+        self.counters.examined += result.n_examined
+        self.counters.accepted += result.n_accepted
+        return result, self._accept_new(result.tokens)
+
+    # ------------------------------------------------------------------ trace
+
+    def _candidates(self, rows: list[torch.Tensor], must: list[int]) -> list[tuple[list[int], list[list[float]], list[float]]]:
+        """rows: R distributions [P, V] over the same P positions. Per position: the union of the first
+        two rows' top-k and the `must` token, ordered by the first row; each row's values there; and
+        each row's mass outside them (the "other" note)."""
+        k = min(self.config.trace_top_k, self.pair.vocab_size)
+        stacked = torch.stack(rows, 1)  # [P, R, V]
+        top = stacked[:, :2].topk(k, dim=-1).indices.flatten(1).tolist()  # [P, 2k]: the first two rows' top-k
+        out = []
+        for pos, ids in enumerate(top):
+            ids = list(dict.fromkeys(ids + [must[pos]]))
+            values = stacked[pos][:, ids]  # [R, n]
+            order = values[0].argsort(descending=True).tolist()
+            ids = [ids[i] for i in order]
+            values = values[:, order]
+            out.append((ids, values.tolist(), (1 - values.sum(-1)).clamp_min(0).tolist()))
+        return out
+
+    def _trace(self, target_probs, drafted: _Drafted, result: sampling.Verification, kept: list[int],
+               record: StepRecord) -> StepTrace:
+        gamma, n_accepted, token_text, step = self.config.gamma, result.n_accepted, self.pair.token_text, self.steps
+        target, draft = target_probs[:gamma], drafted.probs  # [gamma, V]
+        tokens = torch.tensor(drafted.tokens, device=target.device)  # [gamma]
+        kl_spent = (result.drafted_kl.to(target.dtype) if result.drafted_kl is not None
+                    else torch.zeros_like(tokens, dtype=target.dtype))
+        per_position = {  # one row of gamma numbers each, moved to the host in one go
+            "draft_prob": draft.gather(-1, tokens[:, None])[:, 0], "target_prob": target.gather(-1, tokens[:, None])[:, 0],
+            "exact_accept_prob": sampling.accept_probability(target, draft, tokens),
+            "tv": sampling.tv_distance(target, draft), "kl": sampling.kl_divergence(target, draft),
+            "overlap": sampling.acceptance_rate(target, draft), "kl_spent": kl_spent}
+        numbers = dict(zip(per_position, torch.stack(list(per_position.values())).tolist()))
+        # positions after the first rejection were never examined: show the chance they would have had
+        uniforms, accept_chances = result.uniforms.tolist(), result.drafted_accept_probs.tolist()
+        positions = []
+        candidates = self._candidates([target, draft], drafted.tokens)
+        for i, (ids, (target_values, draft_values), (target_other, draft_other)) in enumerate(candidates):
+            positions.append(PositionTrace(
+                index=i, draft_token=drafted.tokens[i], draft_text=token_text(drafted.tokens[i]),
+                accept_prob=accept_chances[i], uniform=uniforms[i] if i < len(uniforms) else None,
+                verdict="accepted" if i < n_accepted else "rejected" if i == n_accepted else "unexamined",
+                candidates=[Candidate(id=x, text=token_text(x), target_prob=a, draft_prob=b)
+                            for x, a, b in zip(ids, target_values, draft_values)],
+                target_other=target_other, draft_other=draft_other, **{k: v[i] for k, v in numbers.items()}))
+        return StepTrace(step=step, gamma=gamma, kl_budget=self.config.kl_budget, positions=positions,
+                         n_accepted=n_accepted, correction=self._correction_trace(target_probs, drafted, result),
+                         emitted=self._emitted(result, kept), draft_ms=record.draft_s * 1e3,
+                         target_ms=record.target_s * 1e3, verify_ms=(record.step_s - record.draft_s - record.target_s) * 1e3,
+                         counters=Counters(**vars(self.counters)), record=record, temperature=self.config.temperature,
+                         finished=self.finished, notice=self.notice if step == 1 else "",
+                         rejected=self._rejected(drafted, result))
+
+    def _correction_trace(self, target_probs, drafted: _Drafted, result: sampling.Verification) -> Correction:
+        """3. correct, as shown: the token added after the accepted drafts and the law it came from."""
+        gamma, n_accepted, token_text = self.config.gamma, result.n_accepted, self.pair.token_text
+        last, kind = result.tokens[-1], "bonus" if result.bonus else "resampled"
+        target_row = target_probs[n_accepted]  # [V]
+        draft_row = drafted.probs[n_accepted] if n_accepted < gamma else torch.zeros_like(target_row)
+        residual = sampling.residual_distribution(target_row, draft_row) if n_accepted < gamma else target_row
+        [(ids, (final_values, target_values, draft_values, residual_values), (final_other, *_))] = self._candidates(
+            [result.final_probs[None], target_row[None], draft_row[None], residual[None]], [last])
+        return Correction(kind=kind, position=n_accepted, token=last, text=token_text(last),
+                          candidates=[Candidate(id=x, text=token_text(x), target_prob=a, draft_prob=b, final_prob=f)
+                                      for x, f, a, b in zip(ids, final_values, target_values, draft_values)],
+                          final_other=final_other, residual_probs=residual_values)
+
+    def _emitted(self, result: sampling.Verification, kept: list[int]) -> list[EmittedToken]:
+        kinds = ["accepted"] * result.n_accepted + ["bonus" if result.bonus else "resampled"]
+        return [EmittedToken(id=x, text=self.pair.token_text(x), kind=kinds[i], step=self.steps)
+                for i, x in enumerate(kept)]
+
+    def _rejected(self, drafted: _Drafted, result: sampling.Verification) -> list[EmittedToken]:
+        if result.n_accepted >= self.config.gamma:
+            return []
+        token = drafted.tokens[result.n_accepted]
+        return [EmittedToken(id=token, text=self.pair.token_text(token), kind="rejected", step=self.steps)]

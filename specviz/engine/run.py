@@ -1,0 +1,220 @@
+"""A compared run: speculative decoding beside the target-only baseline, on one prompt and settings.
+
+This is the layer every consumer of a live run sits on (the web app, the benchmark's UI timing,
+notebooks). It owns both decoders, steps them, restarts when the settings change, times both
+sides fairly and hands out one metric set (`specviz.core.metrics`).
+
+Fair timing. After a click the first forward pays for whatever the machine was doing (a
+browser repainting, caches gone cold), so neither side may always go first: odd steps run the
+speculative round and then advance the baseline to the same number of tokens; even steps first
+advance the baseline by as many tokens as the previous round emitted, then run the round (and
+the baseline catches up on whatever is left at the next odd step, or at once if the run ended).
+
+Bounded memory. Only the WARM_RUNS most recently stepped runs keep their KV caches; a colder run
+hibernates into plain data (`RunState`, as on ZeroGPU) and its caches are rebuilt, one prefill
+outside the timed forwards, at its next step. A finished run drops its caches at once.
+"""
+from __future__ import annotations
+
+import itertools
+import threading
+import weakref
+from collections import OrderedDict
+from dataclasses import dataclass
+
+from ..core.config import DecodeConfig
+from ..core.metrics import metric_set
+from ..core.trace import StepTrace
+from . import zerogpu
+from .decoders import DecoderState, DecodingFinished, SpeculativeDecoder, TargetOnlyDecoder, check_prompt
+from .loading import ModelPair, load_pair
+from .presets import PairRef
+from .settings import current as current_deployment
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    """Which models, which prompt, which knobs: a change of any starts a new run."""
+    pair: PairRef
+    prompt: str
+    config: DecodeConfig
+    device: str | None = None  # None: picked automatically (cuda, mps, cpu)
+
+    def load(self) -> ModelPair:
+        return load_pair(self.pair, device=self.device)
+
+
+@dataclass
+class RunState:
+    """Both decoders' progress as plain data: what crosses ZeroGPU's process boundary."""
+    spec: DecoderState
+    base: DecoderState
+
+
+def _catch_up(base: TargetOnlyDecoder, tokens: int) -> None:
+    while base.counters.tokens < tokens and not base.finished:
+        base.step()
+
+
+def advance_both(spec: SpeculativeDecoder, base: TargetOnlyDecoder) -> StepTrace:
+    """One speculative round and the baseline's catch-up, in the fair order for this step number."""
+    if spec.steps % 2 == 0:  # the coming step is odd: speculative first
+        trace = spec.step()
+        _catch_up(base, spec.counters.tokens)
+    else:
+        _catch_up(base, spec.counters.tokens + spec.records[-1].n_emitted)
+        trace = spec.step()
+        if spec.finished:  # no later step will let the baseline catch up
+            _catch_up(base, spec.counters.tokens)
+    return trace
+
+
+def _decoders(pair: ModelPair, settings: RunSettings, state: RunState | None):
+    spec_state, base_state = (state.spec, state.base) if state else (None, None)
+    return (SpeculativeDecoder(pair, settings.prompt, settings.config, resume=spec_state),
+            TargetOnlyDecoder(pair, settings.prompt, settings.config, resume=base_state))
+
+
+def stateless_step(settings: RunSettings, state: RunState | None) -> tuple[RunState, StepTrace]:
+    """One step from plain data to plain data: decoders rebuilt from `state` (their KV caches
+    recomputed from the token ids), stepped, and exported. Runs inside spaces.GPU on ZeroGPU."""
+    spec, base = _decoders(settings.load(), settings, state)
+    trace = advance_both(spec, base)
+    return RunState(spec=spec.state(), base=base.state()), trace
+
+
+class WarmRuns:
+    """The runs that keep their KV caches between steps: the `capacity` most recently stepped.
+
+    A process-wide cache of memory, like the loaded model pairs, not of anyone's results: a run
+    pushed out hibernates (exactly resumable), so a Space's cache memory stays bounded however
+    many tabs are open or were left open."""
+
+    def __init__(self, capacity: int):
+        if isinstance(capacity, bool) or not isinstance(capacity, int) or capacity < 0:
+            raise ValueError(f"the number of warm runs must be a whole number >= 0, not {capacity!r}")
+        self.capacity = capacity
+        self._order: OrderedDict[int, weakref.ref] = OrderedDict()  # key -> run, coldest first
+        self._keys = itertools.count()
+        self._lock = threading.Lock()
+
+    def key(self) -> int:
+        return next(self._keys)
+
+    def touch(self, run: ComparedRun) -> None:
+        """`run` just stepped: it is the warmest; runs beyond the capacity hibernate."""
+        with self._lock:
+            for dead in [k for k, ref in self._order.items() if ref() is None]:
+                del self._order[dead]
+            self._order.pop(run.key, None)
+            self._order[run.key] = weakref.ref(run)
+            cold = [self._order.popitem(last=False)[1]() for _ in range(len(self._order) - self.capacity)]
+        for other in cold:  # one stepping right now is skipped: it touches again when its step ends
+            if other is not None:
+                other.hibernate()
+
+    def forget(self, run: ComparedRun) -> None:
+        with self._lock:
+            self._order.pop(run.key, None)
+
+    def __len__(self) -> int:
+        with self._lock:
+            return sum(ref() is not None and ref().warm for ref in self._order.values())
+
+
+WARM_RUNS = WarmRuns(current_deployment().warm_runs)  # >= a class of 30: none of it rebuilds
+
+
+class ComparedRun:
+    """One prompt and settings: the speculative decoder, the target-only baseline, their traces."""
+
+    def __init__(self, settings: RunSettings, *, stateless: bool | None = None, warm: WarmRuns | None = None):
+        self.settings = settings
+        self.stateless = zerogpu.stateless() if stateless is None else stateless
+        self.traces: list[StepTrace] = []
+        self._lock = threading.Lock()  # one step at a time, whoever calls
+        self._state: RunState | None = None
+        self._warm = WARM_RUNS if warm is None else warm
+        self.key = self._warm.key()
+        self.spec = self.base = None
+        if not self.stateless:  # load and prefill now: a bad prompt or pair fails before the first step
+            pair = settings.load()
+            self.device = str(pair.device)
+            self.spec, self.base = _decoders(pair, settings, None)
+            self._warm.touch(self)
+        else:  # the worker tokenises and prefills; a bad prompt still fails here, before any GPU time
+            check_prompt(settings.prompt)
+            self.device = "GPU worker (ZeroGPU)"
+
+    @property
+    def config(self) -> DecodeConfig:
+        return self.settings.config
+
+    def _states(self) -> tuple:
+        """Both sides: the live decoders while warm, else their plain-data states (or None, None)."""
+        spec, base = self.spec, self.base
+        if spec is not None and base is not None:
+            return spec, base
+        state = self._state  # hibernate() sets it before it clears the decoders
+        return (state.spec, state.base) if state else (None, None)
+
+    @property
+    def warm(self) -> bool:
+        """Are the KV caches in memory (decoders alive)?"""
+        return self.spec is not None
+
+    def hibernate(self) -> bool:
+        """Keep the run as plain data and drop its KV caches; the next step rebuilds them. Returns
+        False, changing nothing, while the run is stepping (never waits: no lock-order deadlock)."""
+        if self.stateless or not self._lock.acquire(blocking=False):
+            return False
+        try:
+            if self.spec is not None:
+                self._state = RunState(spec=self.spec.state(), base=self.base.state())
+                self.spec = self.base = None
+            return True
+        finally:
+            self._lock.release()
+
+    def _wake(self) -> None:
+        spec, base = _decoders(self.settings.load(), self.settings, self._state)
+        self.spec, self.base = spec, base
+        self._state = None
+
+    @property
+    def finished(self) -> bool:
+        spec, _ = self._states()
+        return bool(spec and spec.finished)
+
+    @property
+    def tokens(self) -> list[int]:
+        spec, _ = self._states()
+        return list(spec.tokens) if spec else []
+
+    def step(self) -> StepTrace:
+        """One round of both sides, in the fair order; returns the speculative step's trace."""
+        with self._lock:
+            if self.finished:
+                raise DecodingFinished("generation has finished: press Reset (or change a setting) to start again")
+            if self.stateless:
+                self._state, trace = zerogpu.on_gpu(stateless_step)(self.settings, self._state)
+            else:
+                if self.spec is None:
+                    self._wake()
+                trace = advance_both(self.spec, self.base)
+            self.traces.append(trace)
+        if not self.stateless:
+            if self.finished:  # nothing more to decode: the caches are dead weight
+                self._warm.forget(self)
+                self.hibernate()
+            else:
+                self._warm.touch(self)
+        return trace
+
+    def metrics(self) -> dict:
+        spec, base = self._states()
+        return metric_set(spec.records if spec else [], base.call_s if base else [])
+
+    def baseline_tokens(self) -> int:
+        _, base = self._states()
+        return base.counters.tokens if base else 0

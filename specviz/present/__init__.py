@@ -1,0 +1,1 @@
+"""Gradio-free presentation: the palette, HTML rendering, plotly figures, views of a tab's run, export."""

@@ -1,0 +1,185 @@
+"""What one event of the app shows, built from a tab's run: plain HTML strings and plotly figures.
+
+No gradio here: the app wires these to components, the benchmark times them, tests read them by name.
+"""
+from __future__ import annotations
+
+import functools
+import threading
+from typing import NamedTuple
+
+import plotly.graph_objects as go
+
+from ..core import playground
+from ..core.config import DecodeConfig
+from ..engine.decoders import clean_text
+from ..engine.presets import custom_pair, pair_ref
+from ..engine.run import ComparedRun, RunSettings
+from . import export, playground_figures, render, run_figures, step_figures
+from .plotting import empty_figure
+from .render import Status
+
+
+class Session:
+    """One browser tab's run (a plain class: gradio copies the initial value per tab, see __deepcopy__)."""
+
+    def __init__(self):
+        self.run: ComparedRun | None = None
+        self.viewing: int | None = None      # step shown (None: the latest)
+        self.playing = False
+        self.lock = threading.Lock()
+
+    def __deepcopy__(self, memo):  # gr.State deep-copies its initial value for each tab: a fresh session
+        return Session()
+
+    @property
+    def traces(self) -> list:
+        return self.run.traces if self.run else []
+
+    def release(self) -> None:
+        """Free the run now: the tab closed or the session expired."""
+        self.run, self.viewing, self.playing = None, None, False
+
+
+def with_lock(fn):
+    """Run fn(session, ...) holding the session's lock (a fresh Session if none was given)."""
+    @functools.wraps(fn)
+    def wrapper(session, *args, **kwargs):
+        session = session if isinstance(session, Session) else Session()
+        with session.lock:
+            return fn(session, *args, **kwargs)
+    return wrapper
+
+
+class View(NamedTuple):
+    """Everything one event shows, by name."""
+    timeline: str
+    step_card: str
+    counters: str
+    narration: str
+    pq: go.Figure
+    uniform: go.Figure
+    residual: go.Figure
+    history: go.Figure
+    view_step: int | None
+    message: str
+    analytics: str
+    analytics_plot: go.Figure
+    rejections: list
+    most_rejected: str
+
+
+def build_view(session: Session, notation: str, status: Status = Status()) -> View:
+    """The view of the step the session is looking at (the latest unless a token was clicked)."""
+    run = session.run
+    prompt = run.settings.prompt if run else ""
+    traces = session.traces
+    if not traces:
+        blank = empty_figure("press Step to draft and verify")
+        return View(render.text_view(prompt, []), render.step_card(None), render.counters_html({}, "", False, 0, 0),
+                    render.narration(None), blank, blank, blank, blank, None, render.message_html(status),
+                    render.analytics_html({}), blank, [], render.most_rejected_html([]))
+    trace = traces[-1] if session.viewing is None else traces[session.viewing - 1]
+    metrics = run.metrics()
+    return View(render.text_view(prompt, traces, trace.step), render.step_card(trace, notation, len(traces)),
+                render.counters_html(metrics, run.device, run.config.lossy, run.baseline_tokens(), len(traces)),
+                render.narration(trace, notation), step_figures.pq_figure(trace, notation),
+                step_figures.uniform_figure(trace, notation), step_figures.residual_figure(trace, notation),
+                run_figures.history_figure(traces, notation), trace.step, render.message_html(status),
+                render.analytics_html(metrics), run_figures.analytics_figure(traces, metrics, notation),
+                export.rejections(traces), render.most_rejected_html(export.most_rejected(traces)))
+
+
+def settings_from(preset, prompt, gamma, temperature, top_k, top_p, kl_budget, seed, max_new_tokens,
+                  draft_model: str = "", target_model: str = "") -> RunSettings:
+    """The page's knobs as RunSettings; bad values raise ValueError / ModelLoadError naming the knob.
+    Draft and target model fields, when both are filled, replace the preset (see models.custom_pair)."""
+    config = DecodeConfig.from_knobs(gamma=gamma, temperature=temperature, top_k=top_k, top_p=top_p,
+                                     kl_budget=kl_budget, max_new_tokens=max_new_tokens, seed=seed)
+    draft_model, target_model = (draft_model or "").strip(), (target_model or "").strip()
+    pair = custom_pair(draft_model, target_model) if draft_model or target_model else pair_ref(preset)
+    return RunSettings(pair=pair, prompt=clean_text(prompt) if isinstance(prompt, str) else "", config=config)
+
+
+def step_session(session: Session, settings: RunSettings) -> Status:
+    """One step of the session's run (a new run if the settings changed)."""
+    note = ""
+    if session.run is None or session.run.settings != settings:
+        note = "Settings changed: started a new run with them. " if session.traces else ""
+        session.run, session.viewing = ComparedRun(settings), None
+    session.run.step()
+    session.viewing = None
+    done = "Generation finished (EOS or max new tokens)." if session.run.finished else ""
+    return Status("info", note + done) if note or done else Status()
+
+
+# ------------------------------------------------------------------ the playground tab
+
+
+def playground_tokens(text: str, size: int) -> list[str]:
+    """The token names typed by the user, padded with t1, t2, ... or cut to the distributions' size."""
+    names = [x.strip() for x in (text or "").split(",") if x.strip()]
+    return (names + [f"t{i + 1}" for i in range(len(names), size)])[:size]
+
+
+def playground_view(tokens: str, target: str, draft: str, kl_budget: float, notation: str):
+    """(decomposition figure, mentored figure, status) for the typed distributions."""
+    try:
+        p, _ = playground.check_pair(target, draft)
+        names = playground_tokens(tokens, len(p))
+        return (playground_figures.decomposition_figure(playground.decomposition(target, draft), names, notation),
+                playground_figures.mentored_figure(playground.mentored(target, draft, float(kl_budget)), names, notation), Status())
+    except ValueError as err:
+        return None, None, Status("error", str(err))
+
+
+def playground_run(tokens: str, target: str, draft: str, samples: int, seed: int, notation: str):
+    """(histogram of all three rules, summary Markdown, status)."""
+    try:
+        p, _ = playground.check_pair(target, draft)
+        results = [playground.simulate(target, draft, samples, v, int(seed)) for v in playground.VARIANTS]
+    except (ValueError, TypeError) as err:
+        return None, "", Status("error", str(err))
+    rows = "\n".join(f"| {playground_figures.VARIANT_STYLE[r['variant']][0]} | {r['p_value']:.3g} | "
+                     f"{'consistent with the target' if r['p_value'] > 1e-3 else '**biased**: rejected at 1e-3'} |"
+                     for r in results)
+    summary = (f"Acceptance rate measured {results[0]['acceptance_rate']:.4f}, expected Σmin = "
+               f"{results[0]['expected_acceptance_rate']:.4f}.\n\n| rule | chi-square p-value | verdict |\n|---|---|---|\n{rows}")
+    return playground_figures.histogram_figure(results, playground_tokens(tokens, len(p)), notation), summary, Status()
+
+
+# ------------------------------------------------------------------ debugging a pair
+
+REJECTION_COLUMNS = ["step", "position", "context", "drafted", "p (target)", "q (draft)", "u", "accept chance", "resampled"]
+
+
+@with_lock
+def sweep_view(session: Session, notation: str):
+    """(temperature-sweep figure, status) on the session's current context."""
+    from ..engine.sweep import temperature_sweep
+
+    if session.run is None or session.run.stateless:
+        return None, Status("error", "press Step first: the sweep runs on the current run's context"
+                            if session.run is None else "the sweep is not available on ZeroGPU")
+    try:
+        return run_figures.sweep_figure(temperature_sweep(session.run.settings.load(), session.run.tokens), notation), Status()
+    except (ValueError, RuntimeError) as err:
+        return None, Status("error", f"the sweep failed: {str(err).splitlines()[0]}")
+
+
+@with_lock
+def export_files(session: Session):
+    """(JSON file path, CSV file path, the traces as JSON data) of the session's run."""
+    import tempfile
+
+    traces = session.traces
+    if not traces:
+        return None, None, []
+    folder = tempfile.mkdtemp(prefix="specviz-")
+    json_path, csv_path = f"{folder}/specviz-traces.json", f"{folder}/specviz-tokens.csv"
+    text = export.traces_json(traces)
+    with open(json_path, "w", encoding="utf-8") as f:
+        f.write(text)
+    with open(csv_path, "w", encoding="utf-8", newline="") as f:
+        f.write(export.tokens_csv(traces))
+    return json_path, csv_path, [t.to_dict() for t in traces]

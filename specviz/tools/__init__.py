@@ -1,0 +1,1 @@
+"""Command-line tools on top of every layer: generate (cli), bench, report, loadtest, modelcard, train."""

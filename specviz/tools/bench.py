@@ -1,0 +1,134 @@
+"""Benchmark: our speculative decoder vs our target-only decoder vs transformers' assisted generation.
+
+All three run in one process on the same pair, prompts and seeds, interleaved prompt by prompt
+so that drift in the machine's speed hits each contender alike. Every contender samples plain
+T = 1 (no top-k / top-p). Ratios are throughput ratios (tokens per second) from this one run.
+"""
+from __future__ import annotations
+
+import statistics
+import time
+
+import torch
+
+from ..core.config import DecodeConfig
+from ..core.metrics import metric_set
+from ..engine.cache import CachedModel
+from ..engine.decoders import SpeculativeDecoder, TargetOnlyDecoder
+from ..engine.loading import load_pair
+
+
+def _timed(fn):
+    t0 = time.perf_counter()
+    out = fn()
+    return out, time.perf_counter() - t0
+
+
+def per_call_latency_ms(calls: list[tuple[object, int]], vocab: int, context: list[int], repeats: int,
+                        block: int = 25) -> list[float]:
+    """Median wall time in ms of one cached forward for each (model, new tokens) in `calls`, after
+    `context`, each measured in isolation: blocks of `block` consecutive calls of one model (as in
+    decoding, where a model runs several times in a row with its weights in cache), the blocks of the
+    different calls alternating so that drift in the machine's speed hits them alike."""
+    cached = [CachedModel(model, vocab) for model, _ in calls]
+    for c in cached:
+        c.forward(context)
+    times = [[] for _ in calls]
+    for start in range(0, repeats, block):
+        for j, ((_, n_new), c) in enumerate(zip(calls, cached)):
+            for i in range(-2, min(block, repeats - start)):  # two warm-up calls per block
+                new = [context[(start + i + k) % len(context)] for k in range(n_new)]
+                _, dt = _timed(lambda: c.forward(new))
+                c.crop_to(len(context))
+                if i >= 0:
+                    times[j].append(dt)
+    return [statistics.median(t) * 1e3 for t in times]
+
+
+def hf_assisted(pair, prompt_ids: list[int], gamma: int, new_tokens: int, seed: int) -> int:
+    """transformers' assisted generation with the same pair: sampling at T = 1, fixed gamma."""
+    torch.manual_seed(seed)  # generate() draws from the global RNG; only this contender uses it
+    ids = torch.tensor([prompt_ids], device=pair.device)
+    out = pair.target.generate(ids, attention_mask=torch.ones_like(ids), assistant_model=pair.draft,
+                               do_sample=True, temperature=1.0, top_k=0, top_p=1.0,
+                               max_new_tokens=new_tokens, min_new_tokens=new_tokens,
+                               num_assistant_tokens=gamma, num_assistant_tokens_schedule="constant",
+                               assistant_confidence_threshold=0.0, pad_token_id=pair.tokenizer.eos_token_id)
+    return out.shape[1] - ids.shape[1]
+
+
+def run_bench(preset=None, draft=None, target=None, device=None, gamma=4, quick=False, seed=0) -> dict:
+    pair = load_pair(preset, draft=draft, target=target, device=device)
+    prompts = list(pair.examples or ("The",))[: 2 if quick else 4]
+    seeds = range(seed, seed + (2 if quick else 4))
+    new_tokens = 48 if quick else 96
+    config = dict(gamma=gamma, temperature=1.0, max_new_tokens=new_tokens)
+    records, calls, hf_tokens, hf_s = [], [], 0, 0.0
+    # warm-up: first calls pay one-off allocation costs
+    SpeculativeDecoder(pair, prompts[0], DecodeConfig(**config, seed=seed, record=False)).run()
+    hf_assisted(pair, pair.encode(prompts[0]), gamma, 8, seed)
+    for prompt in prompts:
+        for s in seeds:
+            spec = SpeculativeDecoder(pair, prompt, DecodeConfig(**config, seed=s, record=False))
+            spec.run()
+            records += spec.records
+            base = TargetOnlyDecoder(pair, prompt, DecodeConfig(**config, seed=s))
+            base.run()
+            calls += base.call_s
+            n, dt = _timed(lambda: hf_assisted(pair, spec.prompt_ids, gamma, new_tokens, s))
+            hf_tokens, hf_s = hf_tokens + n, hf_s + dt
+    m = metric_set(records, calls)  # the same metric set the app and the CLI show
+    hf_rate = hf_tokens / hf_s
+    context = pair.encode(prompts[0]) * 4
+    repeats = 50 if quick else 300
+    draft_ms, target_ms, verify_ms = per_call_latency_ms(
+        [(pair.draft, 1), (pair.target, 1), (pair.target, gamma + 1)], pair.vocab_size, context, repeats)
+    result = {
+        "preset": pair.name, "device": str(pair.device), "dtype": str(pair.dtype).removeprefix("torch."),
+        "gamma": gamma, "new_tokens_per_run": new_tokens,
+        "runs": len(prompts) * len(seeds), "threads": torch.get_num_threads(),
+        "tokens_per_s_speculative": round(m["tokens_per_s_speculative"], 1),
+        "tokens_per_s_target_only": round(m["tokens_per_s_target_only"], 1),
+        "tokens_per_s_hf_assisted": round(hf_rate, 1),
+        "speedup_vs_target_only": round(m["speedup"], 3),
+        "speedup_vs_hf_assisted": round(m["tokens_per_s_speculative"] / hf_rate, 3),
+        "acceptance_rate": round(m["acceptance_rate"], 4), "draft_acceptance_rate": round(m["draft_acceptance_rate"], 4),
+        "tokens_per_target_call": round(m["tokens_per_target_call"], 3),
+        "system_efficiency": round(m["system_efficiency"], 3),
+        "draft_ms": round(draft_ms, 3), "target_ms": round(target_ms, 3), "target_verify_ms": round(verify_ms, 3),
+        "cost_ratio_c": round(m["cost_ratio_c"], 3),
+        "cost_ratio_c_isolated": round(draft_ms / target_ms, 3),
+        "predicted_speedup_thm38": round(m["predicted_speedup_thm38"], 3),
+        "predicted_speedup_cost_model": round(m["tokens_per_target_call"] * target_ms / (gamma * draft_ms + verify_ms), 3),
+    }
+    result["measured_over_cost_model"] = round(result["speedup_vs_target_only"] / result["predicted_speedup_cost_model"], 3)
+    result.update(_ui_step_ratio(pair, prompts[0], config, seed))
+    return result
+
+
+def _ui_step_ratio(pair, prompt, config, seed, steps: int = 8) -> dict:
+    """What the app adds to a Step: the run layer's step (the speculative round plus the baseline's
+    catch-up), against that step followed by the views it shows (figures, narration, counters, the
+    step card and the plots' JSON, which gradio sends). Medians over `steps` steps."""
+    from ..engine.run import ComparedRun, RunSettings
+    from ..present.views import Session, build_view
+
+    session = Session()
+    session.run = ComparedRun(RunSettings(pair=pair.ref, prompt=prompt, config=DecodeConfig(**config, seed=seed),
+                                           device=str(pair.device)),
+                              stateless=False)
+    ui_s, engine_s = [], []
+    for _ in range(steps):
+        if session.run.finished:
+            break
+        t0 = time.perf_counter()
+        session.run.step()
+        t1 = time.perf_counter()
+        view = build_view(session, "leviathan")
+        for figure in (view.pq, view.uniform, view.residual, view.history):
+            figure.to_json()
+        ui_s.append(time.perf_counter() - t0)
+        engine_s.append(t1 - t0)
+    ui, engine = statistics.median(ui_s), statistics.median(engine_s)
+    return {"ui_step_ms": round(ui * 1e3, 2), "engine_step_ms": round(engine * 1e3, 2),
+            "ui_over_engine_step": round(ui / engine, 3)}

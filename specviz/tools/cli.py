@@ -1,0 +1,165 @@
+"""The command line: `specviz COMMAND ...` or `python -m specviz COMMAND ...`.
+
+generate, bench, report and loadtest are parsed here; train and modelcard take their own flags
+(`specviz train --help`). Bad input is one line `error: ...` and exit status 2.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+
+from ..core.config import DecodeConfig
+from ..core.metrics import metric_set
+from ..engine.decoders import DecodingFinished, SpeculativeDecoder, TargetOnlyDecoder
+from ..engine.loading import load_pair
+from ..engine.presets import PRESETS, ModelLoadError
+
+COLOURS = {"accepted": "\033[32m", "resampled": "\033[33m", "bonus": "\033[36m", "target": ""}
+RESET = "\033[0m"
+
+
+def _add_decoding_args(ap: argparse.ArgumentParser) -> None:
+    ap.add_argument("--preset", choices=sorted(PRESETS), default=None)
+    ap.add_argument("--draft", help="draft model: hub id or local folder (with --target)")
+    ap.add_argument("--target", help="target model: hub id or local folder (with --draft)")
+    ap.add_argument("--device", default=None, help="cuda, mps or cpu (default: picked automatically)")
+    ap.add_argument("--gamma", type=int, default=4)
+    ap.add_argument("--seed", type=int, default=0)
+
+
+def config_from(args) -> DecodeConfig:
+    return DecodeConfig.from_knobs(gamma=args.gamma, temperature=args.temperature, top_k=args.top_k,
+                                   top_p=args.top_p, kl_budget=args.kl_budget, max_new_tokens=args.max_new_tokens,
+                                   seed=args.seed)
+
+
+def run_stats(decoder) -> dict:
+    """generate --json's stats: the metric set of specviz.metrics (the baseline: the same keys)."""
+    if isinstance(decoder, SpeculativeDecoder):
+        return {**metric_set(decoder.records), "prefill_s": decoder.prefill_s}
+    c = decoder.counters
+    return {"tokens": c.tokens, "target_calls": c.target_calls, "draft_calls": 0, "tokens_per_target_call": 1.0,
+            "wall_s": c.compute_s, "prefill_s": decoder.prefill_s, "acceptance_rate": None,
+            "draft_acceptance_rate": None, "mean_acceptance_length": 1.0, "per_position_acceptance": []}
+
+
+def cmd_generate(args) -> int:
+    config = config_from(args)
+    pair = load_pair(args.preset, draft=args.draft, target=args.target, device=args.device)
+    decoder = (TargetOnlyDecoder if args.baseline else SpeculativeDecoder)(pair, args.prompt, config)
+    steps = decoder.run()
+    if args.json:
+        out = {"text": decoder.text, "token_ids": decoder.generated_ids,
+               "steps": [] if args.baseline else [s.to_dict() for s in steps],
+               "stats": run_stats(decoder), "notice": decoder.notice}
+        print(json.dumps(out))
+        return 0
+    if decoder.notice:
+        print(f"note: {decoder.notice}", file=sys.stderr)
+    colour = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
+    pieces = []
+    for item in steps:
+        for tok in ([item] if args.baseline else item.emitted):
+            pieces.append(f"{COLOURS[tok.kind]}{tok.text}{RESET}" if colour and COLOURS[tok.kind] else tok.text)
+    print(args.prompt + "".join(pieces))
+    stats = run_stats(decoder)
+    legend = "" if args.baseline else "  (green accepted, yellow resampled, cyan bonus)"
+    print(f"\n[{stats['tokens']} tokens, {stats['target_calls']} target calls, "
+          f"{stats['tokens_per_target_call']:.2f} tokens/call, {stats['wall_s']:.2f} s]{legend}", file=sys.stderr)
+    return 0
+
+
+def cmd_bench(args) -> int:
+    from .bench import run_bench
+
+    result = run_bench(preset=args.preset, draft=args.draft, target=args.target, device=args.device,
+                       gamma=args.gamma, quick=args.quick, seed=args.seed)
+    if args.json:
+        print(json.dumps(result))
+    else:
+        for key, value in result.items():
+            print(f"{key:32s} {value}")
+    return 0
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with one-line errors: 'error: ...' and exit status 2, no usage block."""
+
+    def error(self, message):
+        self.exit(2, f"error: {message} (see python -m specviz --help)\n")
+
+
+def cmd_report(args) -> int:
+    from .report import read_prompts, run_report
+
+    summary = run_report(read_prompts(args.prompts), args.out, preset=args.preset, draft=args.draft, target=args.target,
+                         device=args.device, gamma=args.gamma, temperature=args.temperature, runs=args.runs,
+                         max_new_tokens=args.max_new_tokens, kl_budget=args.kl_budget)
+    o = summary["overall"]
+    print(f"{len(summary['prompts'])} prompts, {o['steps']} steps: alpha {o['acceptance_rate']:.3f}, draft acceptance "
+          f"rate {o['draft_acceptance_rate']:.3f}, mean acceptance length {o['mean_acceptance_length']:.2f}; "
+          f"wrote {args.out}/summary.json, traces.jsonl, report.html", file=sys.stderr)
+    return 0
+
+
+def cmd_loadtest(args) -> int:
+    from .loadtest import run_loadtest
+
+    result = run_loadtest(sessions=args.sessions, steps=args.steps, churn=args.churn)
+    print(json.dumps(result) if args.json else "\n".join(f"{k:32s} {v}" for k, v in result.items()))
+    return 0 if result["errors"] == 0 else 1
+
+
+OWN_PARSERS = {"train": "specviz.tools.train", "modelcard": "specviz.tools.modelcard"}
+
+
+def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv and argv[0] in OWN_PARSERS:
+        import importlib
+
+        return importlib.import_module(OWN_PARSERS[argv[0]]).main(argv[1:]) or 0
+    ap = _Parser(prog="python -m specviz", description="speculative decoding, step by step")
+    sub = ap.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    gen = sub.add_parser("generate", help="generate text with speculative decoding (or the target-only baseline)")
+    gen.add_argument("--prompt", required=True)
+    _add_decoding_args(gen)
+    gen.add_argument("--temperature", type=float, default=1.0)
+    gen.add_argument("--top-k", type=int, default=None)
+    gen.add_argument("--top-p", type=float, default=None)
+    gen.add_argument("--kl-budget", type=float, default=0.0, help="0 = exact; > 0 = mentored decoding (lossy)")
+    gen.add_argument("--max-new-tokens", type=int, default=64)
+    gen.add_argument("--baseline", action="store_true", help="run the target-only decoder instead")
+    gen.add_argument("--json", action="store_true")
+    gen.set_defaults(func=cmd_generate)
+    bench = sub.add_parser("bench", help="speculative vs target-only vs transformers' assisted generation")
+    _add_decoding_args(bench)
+    bench.add_argument("--quick", action="store_true", help="a run of under a minute on a 2-core CPU")
+    bench.add_argument("--json", action="store_true")
+    bench.set_defaults(func=cmd_bench)
+    report = sub.add_parser("report", help="acceptance metrics over many prompts: summary.json, traces.jsonl, report.html")
+    report.add_argument("--prompts", required=True, help="a text file, one prompt per line")
+    _add_decoding_args(report)
+    report.add_argument("--temperature", type=float, default=1.0)
+    report.add_argument("--kl-budget", type=float, default=0.0)
+    report.add_argument("--runs", type=int, default=1, help="runs per prompt, seeds 0..runs-1")
+    report.add_argument("--max-new-tokens", type=int, default=64)
+    report.add_argument("--out", required=True, help="folder to write into")
+    report.set_defaults(func=cmd_report)
+    load = sub.add_parser("loadtest", help="many /step API sessions at once on a local server: isolation, latency, memory")
+    load.add_argument("--sessions", type=int, default=30)
+    load.add_argument("--steps", type=int, default=30)
+    load.add_argument("--churn", type=int, default=200, help="sessions that connect, step 5 times and leave")
+    load.add_argument("--json", action="store_true")
+    load.set_defaults(func=cmd_loadtest)
+    args = ap.parse_args(argv)
+    try:
+        return args.func(args)
+    except (ValueError, ModelLoadError, DecodingFinished) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    except RuntimeError as err:  # e.g. out of memory mid-run
+        print(f"error: the models failed: {str(err).splitlines()[0]}", file=sys.stderr)
+        return 2

@@ -1,0 +1,203 @@
+"""`python -m specviz loadtest`: a class at once, through the public /step API, on this machine.
+
+Starts the app (`specviz.app.launch`, as `python app.py` does) in a server process of its own on a
+free loopback port, and drives it from this process with gradio_client, one seed per session:
+  1. solo    each session alone, one after another: the reference tokens and solo Step latency;
+  2. pairs   the same sessions two at a time: the throughput a class is compared with (half of the
+             pairs run before the class and half after it, so a drift of the machine's speed
+             favours neither);
+  3. loaded  all sessions at once: errors, Step latency, throughput, and whether every session's
+             tokens equal its solo run's (isolation of state and random streams);
+  4. churn   sessions that connect, step and leave (close, as a tab does): the server's resident
+             memory, sampled as they go.
+Sessions connect before the clock starts, so throughput counts Steps, not page loads. Every
+request goes to 127.0.0.1 only; every wait is bounded.
+"""
+from __future__ import annotations
+
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+from pathlib import Path
+
+from ..engine.settings import current as current_deployment
+
+SERVER_START_S = 300  # loading the pair and starting gradio: seconds before giving up
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def rss_mib(pid: int) -> float:
+    """Resident memory of process `pid`, MiB (Linux /proc)."""
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+class Server:
+    """The app in a process of its own, on 127.0.0.1:port, stopped on exit."""
+
+    def __init__(self):
+        self.port = _free_port()
+        self.url = f"http://127.0.0.1:{self.port}/"
+        env = {**os.environ, "GRADIO_SERVER_NAME": "127.0.0.1", "GRADIO_SERVER_PORT": str(self.port),
+               "GRADIO_ANALYTICS_ENABLED": "False",
+               "PYTHONPATH": os.pathsep.join([str(Path(__file__).resolve().parent.parent),
+                                              os.environ.get("PYTHONPATH", "")])}
+        self.log = tempfile.TemporaryFile()
+        self.process = subprocess.Popen([sys.executable, "-c", "from specviz.app import launch; launch(quiet=True)"],
+                                        env=env, stdout=self.log, stderr=subprocess.STDOUT)
+
+    def __enter__(self) -> Server:
+        deadline = time.monotonic() + SERVER_START_S
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                self.log.seek(0)
+                tail = self.log.read().decode(errors="replace").strip().splitlines()[-1:] or [""]
+                raise RuntimeError(f"the app exited with status {self.process.returncode} before serving: {tail[0]}")
+            try:
+                with urllib.request.urlopen(self.url, timeout=5) as r:
+                    if r.status == 200:
+                        return self
+            except OSError:
+                time.sleep(0.5)
+        self.__exit__()
+        raise RuntimeError(f"the app did not serve {self.url} within {SERVER_START_S} s")
+
+    def rss_mib(self) -> float:
+        return rss_mib(self.process.pid)
+
+    def __exit__(self, *exc) -> None:
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+        self.log.close()
+
+
+class ClientSession:
+    """One client with its own seed: connects, steps, reads its tokens back, leaves."""
+
+    def __init__(self, url: str, seed: int):
+        from gradio_client import Client
+
+        self.seed, self.latencies, self.error = seed, [], None
+        self.client = Client(url, verbose=False)
+
+    def step(self, steps: int) -> None:
+        for _ in range(steps):
+            t0 = time.perf_counter()
+            try:
+                self.client.predict(seed=self.seed, max_new_tokens=200, api_name="/step")
+            except Exception as err:  # noqa: BLE001 - every failure is counted and reported
+                self.error = f"seed {self.seed}: {str(err).splitlines()[0][:200]}"
+                return
+            self.latencies.append(time.perf_counter() - t0)
+
+    def leave(self) -> list[int]:
+        """The emitted token ids, then close (the server sees the tab go)."""
+        try:
+            traces = [] if self.error else self.client.predict(api_name="/traces")[2]
+            return [e["id"] for t in traces for e in t["emitted"]]
+        finally:
+            self.client.close()
+
+
+def _together(url: str, seeds: list[int], steps: int) -> tuple[list[ClientSession], float]:
+    """Sessions connect, then all step at once; returns them and the stepping wall time."""
+    sessions = [ClientSession(url, seed) for seed in seeds]
+    threads = [threading.Thread(target=s.step, args=(steps,)) for s in sessions]
+    t0 = time.perf_counter()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=3600)
+    return sessions, time.perf_counter() - t0
+
+
+def _percentiles(latencies: list) -> dict:
+    if not latencies:
+        return {"p50_s": None, "p95_s": None}
+    ordered = sorted(latencies)
+    return {"p50_s": round(statistics.median(ordered), 3), "p95_s": round(ordered[int(0.95 * (len(ordered) - 1))], 3)}
+
+
+def _summary(sessions: list[ClientSession], wall: float) -> dict:
+    latencies = [x for s in sessions for x in s.latencies]
+    return {**_percentiles(latencies), "steps": len(latencies), "steps_per_s": round(len(latencies) / wall, 2)}
+
+
+def _check(name: str, value, low: int, high: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise ValueError(f"{name} must be a whole number in {low}..{high}, not {value!r}")
+
+
+def run_loadtest(sessions: int = 30, steps: int = 30, churn: int = 200, churn_steps: int = 5,
+                 progress=sys.stderr) -> dict:
+    _check("sessions", sessions, 2, 200)
+    _check("steps", steps, 1, 100)
+    _check("churn", churn, 0, 1000)
+    seeds = list(range(1000, 1000 + sessions))
+    pairs = [seeds[i:i + 2] for i in range(0, sessions, 2)]
+    errors, solo, paired, loaded = [], [], [], []
+    pair_wall = 0.0
+    with Server() as server:
+        print(f"1. solo: {sessions} sessions x {steps} steps, one at a time", file=progress, flush=True)
+        solo_tokens, solo_wall = {}, 0.0
+        for seed in seeds:
+            (s,), wall = _together(server.url, [seed], steps)
+            solo_wall += wall
+            solo.append(s)
+            solo_tokens[seed] = s.leave()
+        print(f"2. pairs: the same sessions two at a time ({len(pairs)} pairs, half now, half after 3)",
+              file=progress, flush=True)
+
+        def run_pairs(chunk):
+            nonlocal pair_wall
+            for pair in chunk:
+                group, wall = _together(server.url, pair, steps)
+                pair_wall += wall
+                paired.extend(group)
+                for s in group:
+                    s.leave()
+        run_pairs(pairs[: len(pairs) // 2])
+        print(f"3. loaded: {sessions} sessions at once", file=progress, flush=True)
+        loaded, loaded_wall = _together(server.url, seeds, steps)
+        tokens = {s.seed: s.leave() for s in loaded}
+        run_pairs(pairs[len(pairs) // 2:])
+        print(f"4. churn: {churn} sessions of {churn_steps} steps that leave", file=progress, flush=True)
+        rss_samples = [round(server.rss_mib(), 1)]
+        for i in range(churn):
+            (s,), _ = _together(server.url, [5000 + i], churn_steps)
+            s.leave()
+            errors += [s.error] if s.error else []
+            if (i + 1) % 25 == 0 or i + 1 == churn:
+                time.sleep(1.0)  # the server frees a closed tab in a background task after its heartbeat ends
+                rss_samples.append(round(server.rss_mib(), 1))
+    errors += [s.error for s in solo + paired + loaded if s.error]
+    identical = sum(tokens.get(seed) == solo_tokens[seed] and bool(solo_tokens[seed]) for seed in seeds)
+    pair_summary, loaded_summary = _summary(paired, pair_wall), _summary(loaded, loaded_wall)
+    return {
+        "sessions": sessions, "steps": steps, "model_concurrency": current_deployment().concurrency, "cpus": os.cpu_count(),
+        "errors": len(errors), "error_samples": errors[:5],
+        "sessions_identical_to_solo": identical,
+        "solo": _summary(solo, solo_wall), "pair": pair_summary, "loaded": loaded_summary,
+        "throughput_loaded_over_pair": round(loaded_summary["steps_per_s"] / pair_summary["steps_per_s"], 3),
+        "churn": {"sessions": churn, "steps_each": churn_steps, "rss_mib": rss_samples,
+                  "rss_before_mib": rss_samples[0], "rss_after_mib": rss_samples[-1],
+                  "rss_max_mib": max(rss_samples),
+                  "mib_per_session": round((rss_samples[-1] - rss_samples[0]) / churn, 3) if churn else None},
+    }

@@ -1,0 +1,73 @@
+"""specviz.metrics on hand-built step records with known answers."""
+from __future__ import annotations
+
+import pytest
+
+from specviz.core.metrics import MIN_TIMED, metric_set, truncated_geometric
+from specviz.core.trace import StepRecord
+
+
+def rec(n_accepted, gamma=4, n_emitted=None, draft_s=0.004, target_s=0.01, step_s=0.02):
+    examined = gamma if n_accepted == gamma else n_accepted + 1
+    emitted = n_accepted + 1 if n_emitted is None else n_emitted
+    return StepRecord(gamma=gamma, n_accepted=n_accepted, n_examined=examined, n_emitted=emitted,
+                      draft_s=draft_s, target_s=target_s, step_s=step_s)
+
+
+# Steps accepting 4, 0, 2 and 4 of 4 drafts: 10 accepted of 12 tested (4 + 1 + 3 + 4) and 16 drafted.
+RUN = [rec(4), rec(0), rec(2), rec(4)]
+
+
+def test_leviathan_alpha_counts_only_tested_drafts():
+    assert metric_set(RUN)["acceptance_rate"] == pytest.approx(10 / 12)
+
+
+def test_vllm_draft_acceptance_rate_counts_every_drafted_token():
+    assert metric_set(RUN)["draft_acceptance_rate"] == pytest.approx(10 / 16)
+
+
+def test_mean_acceptance_length_includes_the_bonus_or_resampled_token():
+    assert metric_set(RUN)["mean_acceptance_length"] == pytest.approx((5 + 1 + 3 + 5) / 4)
+    assert metric_set(RUN)["tokens_per_target_call"] == pytest.approx(14 / 4)
+
+
+def test_per_position_acceptance_and_histogram():
+    m = metric_set(RUN)
+    assert m["per_position_acceptance"] == pytest.approx([3 / 4, 3 / 4, 2 / 4, 2 / 4])
+    assert m["acceptance_length_histogram"] == [1, 0, 1, 0, 2]
+
+
+def test_system_efficiency_is_emitted_over_gamma_plus_one():
+    assert metric_set(RUN)["system_efficiency"] == pytest.approx((5 + 1 + 3 + 5) / 5 / 4)
+    cut = [rec(4, n_emitted=2)]  # the last step cut short by max_new_tokens
+    assert metric_set(cut)["system_efficiency"] == pytest.approx(2 / 5)
+
+
+def test_expected_histogram_is_the_truncated_geometric_law():
+    assert truncated_geometric(0.5, 3) == pytest.approx([0.5, 0.25, 0.125, 0.125])
+    assert sum(truncated_geometric(0.8, 6)) == pytest.approx(1.0)
+    m = metric_set(RUN)
+    assert sum(m["expected_acceptance_length_histogram"]) == pytest.approx(4)
+
+
+def test_timing_metrics_wait_for_both_sides():
+    assert metric_set(RUN)["speedup"] is None and metric_set(RUN)["warming_up"]
+    few = metric_set(RUN, [0.01] * 3)
+    assert few["speedup"] is not None and few["warming_up"]
+
+
+def test_speedup_and_c_from_measured_times():
+    """8 steps of 5 tokens in 20 ms against 1-token forwards of 10 ms: 250 vs 100 tokens/s."""
+    records = [rec(4)] * MIN_TIMED
+    m = metric_set(records, [0.010] * MIN_TIMED)
+    assert not m["warming_up"]
+    assert m["tokens_per_s_speculative"] == pytest.approx(250) and m["tokens_per_s_target_only"] == pytest.approx(100)
+    assert m["speedup"] == pytest.approx(2.5)
+    assert m["cost_ratio_c"] == pytest.approx(0.001 / 0.010)  # 4 ms for 4 draft forwards vs 10 ms
+    assert m["speedup_stderr"] == pytest.approx(0.0)  # identical samples: no spread
+    assert 1 <= m["best_gamma"] <= 16
+
+
+def test_an_empty_run_has_zeros_not_errors():
+    m = metric_set([])
+    assert m["steps"] == 0 and m["acceptance_rate"] == 0 and m["per_position_acceptance"] == []

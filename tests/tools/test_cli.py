@@ -1,0 +1,82 @@
+"""The command-line contract: python -m specviz generate ... --json."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+
+def run_cli(*args):
+    return subprocess.run([sys.executable, "-m", "specviz", *args], capture_output=True, text=True, timeout=300)
+
+
+def test_generate_json_contract():
+    out = run_cli("generate", "--prompt", "ROMEO.\n", "--gamma", "3", "--max-new-tokens", "20", "--seed", "1", "--json")
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    assert set(data) >= {"text", "token_ids", "steps", "stats"}
+    assert len(data["token_ids"]) == 20 and 0 not in data["token_ids"]  # this seed never samples EOS (id 0)
+    assert set(data["stats"]) >= {"acceptance_rate", "mean_acceptance_length", "per_position_acceptance",
+                                  "target_calls", "draft_calls", "tokens_per_target_call", "wall_s"}
+    assert len(data["stats"]["per_position_acceptance"]) == 3
+    assert data["stats"]["draft_calls"] == 3 * data["stats"]["target_calls"] == 3 * len(data["steps"])
+    step = data["steps"][0]
+    assert {"positions", "correction", "emitted", "counters", "draft_ms", "target_ms"} <= set(step)
+    assert {"uniform", "accept_prob", "verdict", "candidates", "tv", "kl"} <= set(step["positions"][0])
+
+
+def test_generation_stops_right_after_eos(pair):
+    """The other case of the contract: a round whose tokens include EOS keeps EOS and nothing after it."""
+    from specviz.core.config import DecodeConfig
+    from specviz.engine.decoders import SpeculativeDecoder
+
+    dec = SpeculativeDecoder(pair, "KING.", DecodeConfig(gamma=3, max_new_tokens=30))
+    eos = pair.tokenizer.eos_token_id
+    assert dec._accept_new([5, eos, 7]) == [5, eos]
+    assert dec.generated_ids == [5, eos] and dec.finished
+
+
+def test_generate_is_reproducible_by_seed_and_baseline_runs():
+    a = json.loads(run_cli("generate", "--prompt", "KING.", "--max-new-tokens", "15", "--seed", "4", "--json").stdout)
+    b = json.loads(run_cli("generate", "--prompt", "KING.", "--max-new-tokens", "15", "--seed", "4", "--json").stdout)
+    assert a["token_ids"] == b["token_ids"]
+    base = json.loads(run_cli("generate", "--prompt", "KING.", "--max-new-tokens", "15", "--baseline", "--json").stdout)
+    assert base["stats"]["target_calls"] == len(base["token_ids"]) and base["steps"] == []
+
+
+def test_bad_input_exits_with_a_clear_message():
+    for args, message in [(["--prompt", ""], "empty"), (["--prompt", "x", "--gamma", "0"], "gamma"),
+                          (["--prompt", "x", "--temperature", "-1"], "temperature")]:
+        out = run_cli("generate", *args)
+        assert out.returncode == 2 and message in out.stderr and "Traceback" not in out.stderr
+
+
+def test_engine_bench_and_report_need_no_gradio():
+    """The layers below the UI import without gradio, and the bench's UI timing runs with gradio blocked."""
+    code = """
+import sys
+sys.modules['gradio'] = None  # any import of gradio now fails
+import specviz.core.sampling, specviz.engine.decoders, specviz.engine.loading, specviz.engine.run
+import specviz.present.views, specviz.tools.bench, specviz.tools.report
+
+from specviz.engine.loading import load_pair
+out = specviz.tools.bench._ui_step_ratio(load_pair('shakespeare'), 'KING.', dict(gamma=4, temperature=1.0, max_new_tokens=20), 0, steps=2)
+assert out['ui_step_ms'] > 0 and out['engine_step_ms'] > 0, out
+print('ok')
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0 and out.stdout.strip().endswith("ok"), out.stderr[-1500:]
+
+
+def test_loadtest_small_isolation_and_no_errors():
+    """The load test's small version (a server process of its own): 3 sessions x 3 Steps at once
+    equal their solo runs, every phase served every Step, no errors, memory sampled."""
+    import os
+
+    from specviz.tools.loadtest import run_loadtest
+
+    with open(os.devnull, "w") as quiet:
+        out = run_loadtest(sessions=3, steps=3, churn=2, progress=quiet)
+    assert out["errors"] == 0 and out["sessions_identical_to_solo"] == 3
+    assert out["solo"]["steps"] == out["pair"]["steps"] == out["loaded"]["steps"] == 9
+    assert out["loaded"]["steps_per_s"] > 0 and len(out["churn"]["rss_mib"]) == 2 and out["churn"]["rss_after_mib"] > 0
