@@ -21,15 +21,27 @@ from .layout import Page, build_layout
 def build_app() -> gr.Blocks:
     with gr.Blocks(title="specviz: speculative decoding, step by step") as demo:
         wire(demo, build_layout())
+    return demo
 
 
 def wire(demo: gr.Blocks, page: Page) -> None:
-    session, step_btn, play_btn, reset_btn, message, prompt, example, preset, gamma, temperature, kl_budget, notation, top_k, top_p, seed, max_new, speed, draft_model, target_model, header, step_card, timeline, show_rejected, view_step, counters, narration, pq_plot, uniform_plot, residual_plot, history_plot, analytics, analytics_plot, rejections, most_rejected, sweep_btn, sweep_plot, export_btn, json_file, csv_file, traces_json, pg, timer = (
-        page.session, page.step_btn, page.play_btn, page.reset_btn, page.message, page.prompt, page.example, page.preset, page.gamma, page.temperature, page.kl_budget, page.notation, page.top_k, page.top_p, page.seed, page.max_new, page.speed, page.draft_model, page.target_model, page.header, page.step_card, page.timeline, page.show_rejected, page.view_step, page.counters, page.narration, page.pq_plot, page.uniform_plot, page.residual_plot, page.history_plot, page.analytics, page.analytics_plot, page.rejections, page.most_rejected, page.sweep_btn, page.sweep_plot, page.export_btn, page.json_file, page.csv_file, page.traces_json, page.pg, page.timer)
+    # the page's components by name, as build_layout made them
+    (session, step_btn, play_btn, reset_btn, message, prompt, example, preset, gamma, temperature, kl_budget,
+     notation, top_k, top_p, seed, max_new, speed, draft_model, target_model, header, step_card, timeline,
+     show_rejected, view_step, counters, narration, pq_plot, uniform_plot, residual_plot, history_plot,
+     analytics, analytics_plot, rejections, most_rejected, sweep_btn, sweep_plot, export_btn, json_file,
+     csv_file, traces_json, pg, timer) = (
+        page.session, page.step_btn, page.play_btn, page.reset_btn, page.message, page.prompt, page.example,
+        page.preset, page.gamma, page.temperature, page.kl_budget, page.notation, page.top_k, page.top_p,
+        page.seed, page.max_new, page.speed, page.draft_model, page.target_model, page.header, page.step_card,
+        page.timeline, page.show_rejected, page.view_step, page.counters, page.narration, page.pq_plot,
+        page.uniform_plot, page.residual_plot, page.history_plot, page.analytics, page.analytics_plot,
+        page.rejections, page.most_rejected, page.sweep_btn, page.sweep_plot, page.export_btn, page.json_file,
+        page.csv_file, page.traces_json, page.pg, page.timer)
 
     knobs = [preset, prompt, gamma, temperature, top_k, top_p, kl_budget, seed, max_new, draft_model, target_model]
     view_outputs = View(timeline, step_card, counters, narration, pq_plot, uniform_plot, residual_plot,
-                history_plot, view_step, message, analytics, analytics_plot, rejections, most_rejected)
+                        history_plot, view_step, message, analytics, analytics_plot, rejections, most_rejected)
 
     def updates(view: View | None) -> dict:
         return {c: gr.skip() for c in view_outputs} if view is None else dict(zip(view_outputs, view))

@@ -47,3 +47,11 @@ def label(text: str, width: int = 8) -> str:
     """A token's visible text cut to `width` characters, for axis labels that must not overflow."""
     shown = show(text)
     return shown if len(shown) <= width else shown[: width - 1] + "…"
+
+
+P_VALUE_FLOOR = 1e-300  # below this a float64 chi-square p-value has underflowed: it is not 0
+
+
+def p_value_text(p_value: float) -> str:
+    """A chi-square p-value as text; one that underflowed reads "< 1e-300", never "0"."""
+    return f"< {P_VALUE_FLOOR:g}" if p_value < P_VALUE_FLOOR else f"{p_value:.3g}"

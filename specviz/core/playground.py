@@ -19,7 +19,7 @@ import torch
 
 from . import sampling
 
-VARIANTS = ("exact", "resample-target", "keep-draft")
+VARIANTS = ("exact", "resample-target", "keep-draft", "greedy-match")
 MAX_SAMPLES = 1_000_000
 MAX_TOKENS = 50
 MIN_BIN_MASS = 0.05  # chi-square bins merged until each holds this much expected mass
@@ -135,7 +135,12 @@ def simulate(target, draft, samples: int = 100_000, variant: str = "exact", seed
        1. draft   x ~ q
        2. verify  accept when u < min(1, p(x)/q(x)), u ~ U(0, 1)
        3. correct on rejection: exact -> a token from the residual norm(max(0, p - q));
-                  resample-target -> a token from p (biased); keep-draft -> x anyway (the output is q)."""
+                  resample-target -> a token from p (biased); keep-draft -> x anyway (the output is q).
+    greedy-match is the misreading that speculative decoding means "keep the draft while the two argmaxes
+    agree, replace it by the target's at the first mismatch" (Kylin's "Speculative Decoding 的 Sampling
+    误解浅析" sets it out): 1. the draft proposes its argmax, 2. kept iff it is the target's argmax,
+    3. else the target's argmax. Its output is always argmax p: greedy decoding, exact only at T = 0.
+    `max_gap` is the largest |observed frequency - p| over the tokens."""
     p, q = check_pair(target, draft)
     if variant not in VARIANTS:
         raise ValueError(f"variant must be one of {', '.join(VARIANTS)}, not {variant!r}")
@@ -144,6 +149,11 @@ def simulate(target, draft, samples: int = 100_000, variant: str = "exact", seed
         raise ValueError(f"samples must be a whole number in 1..{MAX_SAMPLES:,}, not {samples!r}")
     samples = int(samples)
     gen = torch.Generator().manual_seed(int(seed))
+    if variant == "greedy-match":
+        drafted = q.argmax().expand(samples)                                          # [samples] 1. draft
+        accepted = drafted == p.argmax()                                              # [samples] 2. verify
+        fallback = p.argmax().expand(samples)                                         # 3. correct
+        return _result(variant, samples, seed, torch.where(accepted, drafted, fallback), accepted, p, q)
     drafted = torch.multinomial(q, samples, replacement=True, generator=gen)         # [samples] 1. draft
     u = torch.rand(samples, generator=gen, dtype=torch.float64)                       # [samples]
     accepted = u < (p[drafted] / q[drafted]).clamp(max=1.0)                           # [samples] 2. verify
@@ -153,11 +163,17 @@ def simulate(target, draft, samples: int = 100_000, variant: str = "exact", seed
         fallback = torch.multinomial(p, samples, replacement=True, generator=gen)
     else:
         fallback = drafted
-    out = torch.where(accepted, drafted, fallback)
-    counts = torch.bincount(out, minlength=len(p))
+    return _result(variant, samples, seed, torch.where(accepted, drafted, fallback), accepted, p, q)
+
+
+def _result(variant: str, samples: int, seed, out: torch.Tensor, accepted: torch.Tensor, p: torch.Tensor,
+            q: torch.Tensor) -> dict:
+    counts = torch.bincount(out, minlength=len(p))  # [V]
+    frequencies = counts.double() / samples
     return {"variant": variant, "samples": samples, "seed": int(seed), "counts": counts.tolist(),
-            "expected": p.tolist(), "frequencies": (counts.double() / samples).tolist(),
-            "p_value": chi_square_pvalue(counts, p), "acceptance_rate": float(accepted.double().mean()),
+            "expected": p.tolist(), "frequencies": frequencies.tolist(),
+            "p_value": chi_square_pvalue(counts, p), "max_gap": float((frequencies - p).abs().max()),
+            "acceptance_rate": float(accepted.double().mean()),
             "expected_acceptance_rate": float(torch.minimum(p, q).sum())}
 
 

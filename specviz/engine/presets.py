@@ -12,7 +12,6 @@ from pathlib import Path
 from . import settings
 
 
-
 def _assets() -> Path:
     """assets/models/ beside the package in a checkout; the `specviz.assets` data package once installed."""
     checkout = Path(__file__).resolve().parents[2] / "assets" / "models"

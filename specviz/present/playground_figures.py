@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import plotly.graph_objects as go
 
-from ..core.notation import letters
+from ..core.notation import letters, p_value_text
 from .palette import ACCEPT_COLOUR, DRAFT_COLOUR, FINAL_COLOUR, MUTED, OVERLAP_COLOUR, REJECT_COLOUR, TARGET_COLOUR
 from .plotting import base_layout, plain_figure, token_labels
 
@@ -34,6 +34,7 @@ VARIANT_STYLE = {
     "exact": ("exact: resample from the residual", ACCEPT_COLOUR, ""),
     "resample-target": ("wrong: resample from the target", REJECT_COLOUR, "x"),
     "keep-draft": ("wrong: keep the draft token anyway", DRAFT_COLOUR, "/"),
+    "greedy-match": ("wrong: keep the draft while the argmaxes agree", MUTED, "."),
 }
 
 
@@ -46,7 +47,7 @@ def histogram_figure(results: list[dict], tokens: list[str], notation: str = "le
         name, colour, shape = VARIANT_STYLE[r["variant"]]
         marker = {"color": colour} if not shape else {"color": "white", "line": {"color": colour, "width": 2},
                                                        "pattern": {"shape": shape, "fgcolor": colour, "solidity": 0.45}}
-        data.append({"type": "bar", "x": x, "y": r["frequencies"], "name": f"{name} (p-value {r['p_value']:.3g})",
+        data.append({"type": "bar", "x": x, "y": r["frequencies"], "name": f"{name} (p-value {p_value_text(r['p_value'])})",
                      "marker": marker})
     if results:
         data.append({"type": "scatter", "x": x, "y": results[0]["expected"], "mode": "markers", "name": f"target {t}",

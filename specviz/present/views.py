@@ -12,6 +12,7 @@ import plotly.graph_objects as go
 
 from ..core import playground
 from ..core.config import DecodeConfig
+from ..core.notation import p_value_text
 from ..engine.decoders import clean_text
 from ..engine.presets import custom_pair, pair_ref
 from ..engine.run import ComparedRun, RunSettings
@@ -134,17 +135,18 @@ def playground_view(tokens: str, target: str, draft: str, kl_budget: float, nota
 
 
 def playground_run(tokens: str, target: str, draft: str, samples: int, seed: int, notation: str):
-    """(histogram of all three rules, summary Markdown, status)."""
+    """(histogram of every rule, summary Markdown, status)."""
     try:
         p, _ = playground.check_pair(target, draft)
         results = [playground.simulate(target, draft, samples, v, int(seed)) for v in playground.VARIANTS]
     except (ValueError, TypeError) as err:
         return None, "", Status("error", str(err))
-    rows = "\n".join(f"| {playground_figures.VARIANT_STYLE[r['variant']][0]} | {r['p_value']:.3g} | "
+    rows = "\n".join(f"| {playground_figures.VARIANT_STYLE[r['variant']][0]} | {p_value_text(r['p_value'])} | "
+                     f"{r['max_gap']:.4f} | "
                      f"{'consistent with the target' if r['p_value'] > 1e-3 else '**biased**: rejected at 1e-3'} |"
                      for r in results)
     summary = (f"Acceptance rate measured {results[0]['acceptance_rate']:.4f}, expected Σmin = "
-               f"{results[0]['expected_acceptance_rate']:.4f}.\n\n| rule | chi-square p-value | verdict |\n|---|---|---|\n{rows}")
+               f"{results[0]['expected_acceptance_rate']:.4f}.\n\n| rule | chi-square p-value | largest gap ∣obs − p∣ | verdict |\n|---|---|---|---|\n{rows}")
     return playground_figures.histogram_figure(results, playground_tokens(tokens, len(p)), notation), summary, Status()
 
 

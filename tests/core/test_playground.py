@@ -50,9 +50,14 @@ def test_resampling_from_the_target_is_harmless_only_where_the_residual_is_the_t
     assert playground.simulate(target, draft, N, "resample-target", 1)["p_value"] > P_MIN
 
 
-@pytest.mark.parametrize("variant", playground.VARIANTS)
-def test_no_rule_is_blamed_when_p_equals_q(variant):
+@pytest.mark.parametrize("variant", [v for v in playground.VARIANTS if v != "greedy-match"])
+def test_no_sampling_rule_is_blamed_when_p_equals_q(variant):
     assert playground.simulate(*playground.TOY_PRESETS["identical"], N, variant, 2)["p_value"] > P_MIN
+
+
+def test_greedy_match_is_biased_even_when_p_equals_q():
+    """Greedy decoding is not sampling: even a perfect draft cannot make it exact at T > 0."""
+    assert playground.simulate(*playground.TOY_PRESETS["identical"], N, "greedy-match", 2)["p_value"] < P_MIN
 
 
 def test_mentored_frontier_rises_and_starts_at_exact_decoding():
@@ -90,5 +95,25 @@ def test_figures_build_from_plain_data():
     decomposition = playground_figures.decomposition_figure(playground.decomposition(target, draft), tokens)
     assert [len(t.y) for t in decomposition.data] == [6, 6, 6, 6]
     results = [playground.simulate(target, draft, 1000, v, 0) for v in playground.VARIANTS]
-    assert len(playground_figures.histogram_figure(results, tokens).data) == 4
+    assert len(playground_figures.histogram_figure(results, tokens).data) == len(playground.VARIANTS) + 1  # + p
     assert "lower" in playground_figures.mentored_figure(playground.mentored(target, draft, 0.2), tokens).layout.title.text
+
+
+def test_greedy_match_always_emits_the_target_argmax():
+    """The "keep the draft while the argmaxes agree" shortcut is greedy decoding: a one-hot output."""
+    target, draft = playground.TOY_PRESETS["overconfident draft"]
+    out = playground.simulate(target, draft, 10_000, "greedy-match", 0)
+    assert out["counts"][max(range(len(target)), key=target.__getitem__)] == 10_000
+
+
+def test_greedy_match_is_caught_at_positive_temperature_and_not_for_a_one_hot_target():
+    """N = 100,000: biased (p < 1e-300 here, shown as "< 1e-300") wherever p is not one-hot."""
+    biased = playground.simulate(*playground.TOY_PRESETS["overconfident draft"], N, "greedy-match", 0)
+    assert biased["p_value"] < P_MIN and biased["max_gap"] == pytest.approx(0.7, abs=1e-9)
+    exact = playground.simulate(*playground.TOY_PRESETS["one-hot target"], N, "greedy-match", 0)
+    assert exact["max_gap"] == 0.0
+
+
+def test_max_gap_is_the_largest_absolute_difference():
+    out = playground.simulate([0.5, 0.5], [0.5, 0.5], 1000, "exact", 2)
+    assert out["max_gap"] == pytest.approx(abs(out["counts"][0] / 1000 - 0.5))

@@ -31,3 +31,10 @@ def test_optimal_gamma_grows_with_acceptance_and_shrinks_with_cost():
 def test_out_of_range_arguments_raise(args):
     with pytest.raises(ValueError):
         expected_tokens_per_target_call(*args)
+
+
+def test_an_underflowed_p_value_never_reads_zero():
+    from specviz.core.notation import p_value_text
+
+    assert p_value_text(0.0) == "< 1e-300" and p_value_text(5e-324) == "< 1e-300"
+    assert p_value_text(0.0123) == "0.0123"
