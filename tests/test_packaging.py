@@ -1,5 +1,6 @@
 """pyproject.toml ships every subpackage and the page's static files."""
 import pathlib
+
 import tomllib
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]

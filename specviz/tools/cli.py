@@ -73,9 +73,13 @@ def cmd_generate(args) -> int:
 
 def cmd_bench(args) -> int:
     from .bench import run_bench
+    from .preset_cost import run_preset_cost
 
-    result = run_bench(preset=args.preset, draft=args.draft, target=args.target, device=args.device,
-                       gamma=args.gamma, quick=args.quick, seed=args.seed)
+    if args.random_weights:
+        result = run_preset_cost(args.preset, device=args.device)
+    else:
+        result = run_bench(preset=args.preset, draft=args.draft, target=args.target, device=args.device,
+                           gamma=args.gamma, quick=args.quick, seed=args.seed)
     if args.json:
         print(json.dumps(result))
     else:
@@ -138,6 +142,9 @@ def main(argv=None) -> int:
     _add_decoding_args(bench)
     bench.add_argument("--quick", action="store_true", help="a run of under a minute on a 2-core CPU")
     bench.add_argument("--json", action="store_true")
+    bench.add_argument("--random-weights", action="store_true",
+                       help="a hub preset's draft and target built from their configs with random weights: "
+                            "per-forward cost and predicted speedup, no download")
     bench.set_defaults(func=cmd_bench)
     report = sub.add_parser("report", help="acceptance metrics over many prompts: summary.json, traces.jsonl, report.html")
     report.add_argument("--prompts", required=True, help="a text file, one prompt per line")
