@@ -5,24 +5,97 @@ so the tests drive them without a server and wiring.py only connects them to com
 """
 from __future__ import annotations
 
-from ..core.notation import letters
+import threading
+from collections import OrderedDict
+
+from ..core.notation import letters, notation_key
 from ..engine.decoders import DecodingFinished
-from ..engine.presets import ModelLoadError
+from ..engine.presets import ModelLoadError, scrub_paths
 from ..present.render import Status
 from ..present.views import Session, View, build_view, settings_from, step_session, with_lock
 
 SESSION_TTL_S = 15 * 60      # an idle tab's run is freed after this long (gr.State time_to_live)
-SESSION_CAPACITY = 1000      # gradio's per-session copies of the page, least recently used out
 QUEUE_STATUS_S = 1.0         # queued visitors' positions refresh each second, not after every event
+DEFAULT_NOTATION = "leviathan"
+
+
+class FreedRuns:
+    """Which clients' runs were freed (idle too long, or pushed out for room), so that their next Step
+    says so instead of silently starting afresh. Bounded: the newest `capacity` ids (~100 bytes each)."""
+
+    def __init__(self, capacity: int = 10_000):
+        self.capacity = capacity
+        self._why: OrderedDict[str, str] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def record(self, owner: str, why: str) -> None:
+        with self._lock:
+            self._why[owner] = why
+            self._why.move_to_end(owner)
+            while len(self._why) > self.capacity:
+                self._why.popitem(last=False)
+
+    def pop(self, owner: str) -> str:
+        with self._lock:
+            return self._why.pop(owner, "")
+
+
+FREED = FreedRuns()
+EXPIRED = f"Your earlier run had no event for {SESSION_TTL_S // 60} minutes and was freed"
+
+
+class ReleaseSession:
+    """gr.State's delete_callback: note that the client's run was freed, then free it. An object with a
+    plain repr, so the page's /config shows no memory address."""
+
+    def __call__(self, session) -> None:
+        if isinstance(session, Session):
+            if session.owner and session.traces:
+                FREED.record(session.owner, getattr(session, "freed_because", "") or EXPIRED)
+            session.release()
+
+    def __repr__(self) -> str:
+        return "release_session"
+
+
+release_session = ReleaseSession()
+
+
+def adopt(session, owner: str | None):
+    """The session of client `owner` for this event; a fresh one whose earlier run was freed says so."""
+    session = session if isinstance(session, Session) else Session()
+    if owner and session.owner is None:
+        session.owner = owner
+        why = FREED.pop(owner)
+        if why and session.run is None:
+            session.notice = f"{why}: this Step started a new run. "
+    return session
+
+
+def session_worth(values) -> int:
+    """How much a client loses if its session goes (gradio_internals evicts the least worth first):
+    0 no run, 1 a run of one Step, 2 a run of two Steps or more."""
+    return max((min(len(v.traces), 2) for v in values if isinstance(v, Session)), default=0)
+
+
+def _notation(notation) -> tuple[str, Status]:
+    """(a notation to draw with, an error naming the setting if `notation` is not one)."""
+    try:
+        return notation_key(notation), Status()
+    except (ValueError, TypeError) as err:
+        return DEFAULT_NOTATION, Status("error", f"notation: {err}")
 
 
 def _step(session: Session, notation: str, knobs) -> tuple[View, Status]:
+    notation, status = _notation(notation)
+    if status.error:  # nothing steps on a bad value
+        return build_view(session, notation, status), status
     try:
         status = step_session(session, settings_from(*knobs))
     except (ValueError, ModelLoadError, DecodingFinished) as err:
-        status = Status("error", str(err))
+        status = Status("error", scrub_paths(str(err)))
     except RuntimeError as err:  # e.g. CUDA out of memory
-        status = Status("error", f"the models failed: {str(err).splitlines()[0]}")
+        status = Status("error", f"the models failed: {scrub_paths(str(err).splitlines()[0])}")
     return build_view(session, notation, status), status
 
 
@@ -59,14 +132,21 @@ def stop_handler(session):
 @with_lock
 def reset_handler(session, notation):
     session.playing, session.run, session.viewing = False, None, None
-    return session, build_view(session, notation, Status("info", "Reset: a fresh run starts with the next Step."))
+    notation, status = _notation(notation)
+    return session, build_view(session, notation, status if status.error else
+                               Status("info", "Reset: a fresh run starts with the next Step."))
 
 
 @with_lock
 def view_handler(session, notation, step):
-    if session.traces and step is not None and 1 <= int(step) <= len(session.traces):
-        session.viewing = int(step)
-    return session, build_view(session, notation)
+    notation, status = _notation(notation)
+    if step is not None and session.traces:
+        whole = isinstance(step, (int, float)) and not isinstance(step, bool) and float(step).is_integer()
+        if whole and 1 <= step <= len(session.traces):
+            session.viewing = int(step)
+        else:
+            status = Status("error", f"showing step must be a whole number in 1..{len(session.traces)}, not {step!r}")
+    return session, build_view(session, notation, status)
 
 
 INTRO = """A small **draft** model guesses γ tokens; the large **target** model checks all of them in **one**

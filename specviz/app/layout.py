@@ -11,10 +11,10 @@ import gradio as gr
 from ..core import playground
 from ..core.config import GAMMA_MAX, GAMMA_MIN, TOP_K_OFF, TOP_P_OFF
 from ..core.notation import NOTATIONS
-from ..engine.presets import PRESETS, default_preset
+from ..engine.presets import PRESETS, default_preset, offered_presets
 from ..present import render
 from ..present.views import REJECTION_COLUMNS, Session
-from .handlers import SESSION_TTL_S, intro
+from .handlers import SESSION_TTL_S, intro, release_session
 
 
 @dataclass(frozen=True)
@@ -70,7 +70,7 @@ def build_layout() -> Page:
     """Every component of the page, created inside the caller's gr.Blocks, by name."""
     preset0 = default_preset()
     if True:
-        session = gr.State(Session(), time_to_live=SESSION_TTL_S, delete_callback=Session.release)
+        session = gr.State(Session(), time_to_live=SESSION_TTL_S, delete_callback=release_session)
         gr.Markdown("## specviz — speculative decoding, step by step", elem_id="title")
         with gr.Row(elem_id="controls"):
             step_btn = gr.Button("Step", variant="primary", elem_id="step", scale=0)
@@ -83,7 +83,7 @@ def build_layout() -> Page:
                                     lines=2, elem_id="prompt")
                 example = gr.Dropdown(label="Example prompts", choices=list(PRESETS[preset0].examples), value=None,
                                       elem_id="examples")
-                preset = gr.Dropdown(label="Model pair", choices=[(f"{k}: {v.description}", k) for k, v in PRESETS.items()],
+                preset = gr.Dropdown(label="Model pair", choices=[(f"{k}: {PRESETS[k].description}", k) for k in offered_presets()],
                                      value=preset0, elem_id="preset")
                 gamma = gr.Slider(GAMMA_MIN, GAMMA_MAX, value=4, step=1, label="γ: tokens drafted per step", elem_id="gamma")
                 temperature = gr.Slider(0, 2, value=1.0, step=0.05, label="temperature (0 = greedy)", elem_id="temperature")
@@ -92,9 +92,9 @@ def build_layout() -> Page:
                 notation = gr.Radio([(v[2], k) for k, v in NOTATIONS.items()], value="leviathan",
                                     label="Notation", elem_id="notation")
                 with gr.Accordion("More settings", open=False):
-                    top_k = gr.Number(value=TOP_K_OFF, precision=0, minimum=0, label=f"top-k ({TOP_K_OFF} = off)", elem_id="top-k")
+                    top_k = gr.Number(value=TOP_K_OFF, minimum=0, label=f"top-k ({TOP_K_OFF} = off)", elem_id="top-k")
                     top_p = gr.Slider(0.05, 1.0, value=TOP_P_OFF, step=0.05, label=f"top-p ({TOP_P_OFF:g} = off)", elem_id="top-p")
-                    seed = gr.Number(value=0, precision=0, minimum=0, label="random seed of the run", elem_id="seed")
+                    seed = gr.Number(value=0, minimum=0, label="random seed of the run", elem_id="seed")
                     max_new = gr.Slider(1, 200, value=80, step=1, label="max new tokens", elem_id="max-new-tokens")
                     speed = gr.Slider(0.2, 3.0, value=0.8, step=0.1, label="Play: seconds per step", elem_id="speed")
                 with gr.Accordion("Your own pair (hub ids or local folders; replace the preset)", open=False):
@@ -109,7 +109,7 @@ def build_layout() -> Page:
                 with gr.Row():
                     show_rejected = gr.Checkbox(value=True, label="show rejected drafts (struck through)",
                                                 elem_id="show-rejected", scale=1)
-                    view_step = gr.Number(label="showing step", precision=0, elem_id="view-step", scale=0, min_width=120)
+                    view_step = gr.Number(label="showing step", elem_id="view-step", scale=0, min_width=120)
                 counters = gr.HTML(render.counters_html({}, "", False, 0, 0), elem_id="counters")
                 with gr.Accordion("Full distributions and the story in words", open=False):
                     narration = gr.Markdown(render.narration(None), elem_id="narration")
@@ -158,7 +158,7 @@ def playground_tab() -> dict:
         with gr.Row():
             samples = gr.Slider(1_000, playground.MAX_SAMPLES, value=100_000, step=1_000, label="rounds",
                                 elem_id="pg-samples")
-            seed = gr.Number(0, precision=0, minimum=0, label="random seed", elem_id="pg-seed")
+            seed = gr.Number(0, minimum=0, label="random seed", elem_id="pg-seed")
             run = gr.Button("Run the rounds", variant="primary", elem_id="pg-run")
         histogram = gr.Plot(show_label=False, elem_id="pg-histogram")
         summary = gr.Markdown(elem_id="pg-summary")

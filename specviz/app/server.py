@@ -9,7 +9,8 @@ import gradio as gr
 from ..engine.loading import load_pair
 from ..engine.presets import ModelLoadError, default_preset
 from ..engine.settings import current as current_deployment
-from .handlers import QUEUE_STATUS_S, SESSION_CAPACITY
+from .gradio_internals import protect_sessions
+from .handlers import QUEUE_STATUS_S, session_worth
 from .wiring import build_app
 
 HERE = Path(__file__).resolve().parent
@@ -17,8 +18,19 @@ PAGE_JS = (HERE / "page.js").read_text(encoding="utf-8")
 CSS = (HERE / "page.css").read_text(encoding="utf-8")
 
 
+def _record_exposure(kwargs: dict) -> None:
+    """launch(server_name=..., share=...) wins over the environment: write them where gradio and
+    settings.py both read them, so "can others reach this server?" has one answer."""
+    if kwargs.get("server_name"):
+        os.environ["GRADIO_SERVER_NAME"] = str(kwargs["server_name"])
+    if kwargs.get("share"):
+        os.environ["GRADIO_SHARE"] = "True"
+
+
 def launch(demo: gr.Blocks | None = None, **kwargs):
+    """Load the default pair, build the page, serve it; returns gradio's (app, local_url, share_url)."""
     os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
+    _record_exposure(kwargs)
     try:  # load the default pair before the first visitor arrives; a failure shows on the first Step
         load_pair(default_preset())
     except ModelLoadError as err:
@@ -27,6 +39,12 @@ def launch(demo: gr.Blocks | None = None, **kwargs):
     # 'auto' messages every queued visitor after every event: with 30 queued on 2 cores that cost
     # throughput (loadtest: 92-97% of the 2-session rate, against 98-99% with 1 s)
     demo.queue(default_concurrency_limit=current_deployment().concurrency, status_update_rate=QUEUE_STATUS_S)
-    return demo.launch(js=PAGE_JS, css=CSS, max_file_size="1mb", state_session_capacity=SESSION_CAPACITY, **kwargs)
+    block = not kwargs.pop("prevent_thread_lock", False)
+    served = demo.launch(js=PAGE_JS, css=CSS, max_file_size="1mb", prevent_thread_lock=True,
+                         state_session_capacity=current_deployment().session_capacity, **kwargs)
+    protect_sessions(demo, session_worth)  # before the first visitor can be pushed out by anonymous calls
+    if block:
+        demo.block_thread()
+    return served
 
 

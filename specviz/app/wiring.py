@@ -13,13 +13,18 @@ from ..engine.presets import PRESETS
 from ..engine.settings import current as current_deployment
 from ..present import render
 from ..present.views import View, export_files, playground_run, playground_view, sweep_view
-from .gradio_internals import forget_tab
-from .handlers import intro, play_handler, reset_handler, step_handler, stop_handler, tick_handler, view_handler
+from .gradio_internals import cache_dir, forget_tab
+from .handlers import (adopt, intro, play_handler, reset_handler, step_handler, stop_handler, tick_handler,
+                       view_handler)
 from .layout import Page, build_layout
 
 
+CACHE_SWEEP = (300, 900)  # (every, older than) seconds: gradio's delete_cache
+
+
 def build_app() -> gr.Blocks:
-    with gr.Blocks(title="specviz: speculative decoding, step by step") as demo:
+    # gradio's cache (exports it serves, uploads) is swept every 5 minutes of files older than 15
+    with gr.Blocks(title="specviz: speculative decoding, step by step", delete_cache=CACHE_SWEEP) as demo:
         wire(demo, build_layout())
     return demo
 
@@ -50,13 +55,13 @@ def wire(demo: gr.Blocks, page: Page) -> None:
         return {timer: gr.Timer(active=playing), play_btn: gr.Button(value="Pause" if playing else "Play")}
 
     def on_step(session_state, notation, preset, prompt, gamma, temperature, top_k, top_p, kl_budget, seed,
-            max_new_tokens, draft_model, target_model):  # the names are the /step API's parameters
-        s, view = step_handler(session_state, notation, preset, prompt, gamma, temperature, top_k, top_p,
-                   kl_budget, seed, max_new_tokens, draft_model, target_model)
+            max_new_tokens, draft_model, target_model, request: gr.Request):  # the names are the /step API's parameters
+        s, view = step_handler(adopt(session_state, request.session_hash), notation, preset, prompt, gamma, temperature,
+                   top_k, top_p, kl_budget, seed, max_new_tokens, draft_model, target_model)
         return {session: s, **updates(view)}
 
-    def on_tick(s, n, *k):
-        s, view, playing = tick_handler(s, n, *k)
+    def on_tick(s, n, *k, request: gr.Request):
+        s, view, playing = tick_handler(adopt(s, request.session_hash), n, *k)
         return {session: s, **updates(view), **playing_updates(playing)}
 
     def on_play(s, seconds):
@@ -90,14 +95,15 @@ def wire(demo: gr.Blocks, page: Page) -> None:
         return figure or gr.skip(), render.message_html(status)
 
     def on_export(s):
-        return export_files(s)
-    step_btn.click(on_step, [session, notation, *knobs], all_views, api_name="step", **model)
+        return export_files(s, cache_dir(demo))
+    raw = dict(preprocess=False)  # knobs reach DecodeConfig as sent: refused by name, never rounded or clipped
+    step_btn.click(on_step, [session, notation, *knobs], all_views, api_name="step", **model, **raw)
     tick = timer.tick(on_tick, [session, notation, *knobs], [*all_views, timer, play_btn],
-              api_visibility="private", **model)
+              api_visibility="private", **model, **raw)
     play_btn.click(on_play, [session, speed], [session, timer, play_btn], **light)
     reset_btn.click(on_stop, [session], [session, timer, play_btn], cancels=[tick], **light).then(
-        on_reset, [session, notation], all_views, api_name="reset", concurrency_limit=None)
-    gr.on([notation.change, view_step.input], on_view, [session, notation, view_step], all_views, **light)
+        on_reset, [session, notation], all_views, api_name="reset", concurrency_limit=None, **raw)
+    gr.on([notation.change, view_step.input], on_view, [session, notation, view_step], all_views, **light, **raw)
     notation.change(intro, notation, header, **light)
     show_rejected.change(None, show_rejected, None, api_visibility="private",
                  js="(v) => { document.querySelector('#timeline').classList.toggle('hide-rejected', !v); }")
@@ -116,7 +122,13 @@ def wire(demo: gr.Blocks, page: Page) -> None:
 
 def wire_playground(pg: dict, notation, light: dict, demo: gr.Blocks) -> None:
     def on_preset(name, seed):
-        target, draft = (playground.random_preset(int(seed or 0)) if name == "random" else playground.TOY_PRESETS[name])
+        if name == "random":
+            try:
+                target, draft = playground.random_preset(playground.whole_number("seed", seed or 0, 0, playground.MAX_SEED))
+            except ValueError as err:
+                raise gr.Error(str(err)) from err
+        else:
+            target, draft = playground.TOY_PRESETS[name]
         return ", ".join(f"{x:g}" for x in target), ", ".join(f"{x:g}" for x in draft)
 
     def on_edit(tokens, target, draft, kl, n):

@@ -42,6 +42,17 @@ def random_preset(seed: int, size: int = len(TOY_TOKENS)) -> tuple[list[float], 
     return [round(x, 3) for x in draws[0].tolist()], [round(x, 3) for x in draws[1].tolist()]
 
 
+MAX_SEED = 2**63 - 1
+
+
+def whole_number(name: str, value, low: int, high: int) -> int:
+    """value as an int in low..high; ValueError naming the setting for 2.5, NaN, infinity, text, None."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or \
+            (isinstance(value, float) and not (math.isfinite(value) and value.is_integer())) or not low <= value <= high:
+        raise ValueError(f"{name} must be a whole number in {low:,}..{high:,}, not {value!r}")
+    return int(value)
+
+
 def normalise(weights, name: str) -> torch.Tensor:
     """A list of non-negative numbers as a float64 distribution; ValueError naming what is wrong."""
     if isinstance(weights, str):
@@ -56,8 +67,9 @@ def normalise(weights, name: str) -> torch.Tensor:
         raise ValueError(f"{name} has a NaN or infinite weight")
     if (values < 0).any():
         raise ValueError(f"{name} has a negative weight")
-    if values.sum() <= 0:
+    if values.max() <= 0:
         raise ValueError(f"{name} has no mass: give at least one weight above 0")
+    values = values / values.max()  # first to [0, 1]: weights near 1e308 would sum to infinity
     return values / values.sum()
 
 
@@ -144,11 +156,9 @@ def simulate(target, draft, samples: int = 100_000, variant: str = "exact", seed
     p, q = check_pair(target, draft)
     if variant not in VARIANTS:
         raise ValueError(f"variant must be one of {', '.join(VARIANTS)}, not {variant!r}")
-    if isinstance(samples, bool) or not isinstance(samples, (int, float)) or samples != int(samples) \
-            or not 1 <= samples <= MAX_SAMPLES:
-        raise ValueError(f"samples must be a whole number in 1..{MAX_SAMPLES:,}, not {samples!r}")
-    samples = int(samples)
-    gen = torch.Generator().manual_seed(int(seed))
+    samples = whole_number("samples", samples, 1, MAX_SAMPLES)
+    seed = whole_number("seed", seed, 0, MAX_SEED)
+    gen = torch.Generator().manual_seed(seed)
     if variant == "greedy-match":
         drafted = q.argmax().expand(samples)                                          # [samples] 1. draft
         accepted = drafted == p.argmax()                                              # [samples] 2. verify

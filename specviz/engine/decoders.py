@@ -37,8 +37,9 @@ class DecodingFinished(RuntimeError):
 
 
 def clean_text(text: str) -> str:
-    """Text that can be tokenised and sent back to a browser: lone surrogates become U+FFFD."""
-    return text.encode("utf-8", "replace").decode("utf-8")
+    """Text that can be tokenised and sent back to a browser: lone surrogates become U+FFFD (a pair of
+    surrogates, as some JSON decoders leave them, becomes the character it encodes)."""
+    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
 
 
 def check_prompt(prompt: str) -> None:

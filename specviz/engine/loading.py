@@ -6,14 +6,21 @@ from __future__ import annotations
 
 import gc
 import os
+import pickle
 import threading
+import weakref
+from collections import OrderedDict
+from collections.abc import Callable
+from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
 
 from . import settings
-from .presets import ModelLoadError, Preset, pair_ref
+from .presets import (PRESETS, ModelLoadError, Preset, canonical, estimated_params, hub_options, is_folder_name,
+                      pair_ref, read_config, scrub_paths, shown)
 
 
 def pick_device(device: str | None = None) -> torch.device:
@@ -61,6 +68,7 @@ class ModelPair:
     examples: tuple[str, ...] = ()
     context_window: int = field(default=0)
     ref: Preset | None = None  # what load_pair was asked for: load_pair(pair.ref, device=pair.device) is this pair
+    __hash__ = object.__hash__  # identity: pairs are compared and weakly referenced as objects
 
     def encode(self, prompt: str) -> list[int]:
         if self.chat is not False and getattr(self.tokenizer, "chat_template", None):
@@ -91,67 +99,175 @@ def check_compatible(draft_tokenizer, target_tokenizer) -> int:
     return len(draft_by_id)
 
 
-_CACHE: dict[tuple, ModelPair] = {}
-_LOCKS: dict[tuple, threading.Lock] = {}
-_CACHE_LOCK = threading.Lock()  # guards the two dicts only, never held during a load
+# The pair cache is the one owner of model weights. `_LIVE` sees every pair still alive (a step in
+# flight may hold one the cache dropped), so a model is never loaded twice: at most one copy per key.
+_CACHE: OrderedDict[tuple, ModelPair] = OrderedDict()  # key -> pair, least recently used first
+_LIVE: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
+_PENDING: dict[tuple, Future] = {}                      # key -> the load in progress (one per key)
+_CACHE_LOCK = threading.Lock()  # guards the dicts only, never held during a load
+_ON_EVICT: list[Callable[[ModelPair], None]] = []       # told when the cache drops a pair (runs let go of it)
+HEADROOM = 1.2                  # weights x this must fit in the device's free memory (activations, caches)
+
+
+def on_evict(callback: Callable[[ModelPair], None]) -> None:
+    """Call `callback(pair)` whenever the cache drops `pair` (the run layer hibernates runs holding it)."""
+    _ON_EVICT.append(callback)
+
+
+def pair_key(spec: Preset, device: torch.device, dtype: torch.dtype) -> tuple:
+    """One key per pair of models: folders by their real path, so any spelling of a folder shares one copy."""
+    return canonical(spec.draft), canonical(spec.target), str(device), str(dtype)
+
+
+def is_cached(pair: ModelPair) -> bool:
+    """Does the cache own `pair` (rather than a run holding on to one it dropped)?"""
+    with _CACHE_LOCK:
+        return any(p is pair for p in _CACHE.values())
 
 
 def load_pair(preset: str | Preset | None = None, *, draft: str | None = None, target: str | None = None,
               device: str | None = None, dtype: str | torch.dtype | None = None) -> ModelPair:
     """Load (once per process; all sessions share the read-only copy) a draft/target pair.
 
-    Each pair has its own lock, so loading one never blocks steps on a pair already loaded. At
-    most SPECVIZ_MAX_PAIRS (default 1) stay cached per device: loading another
-    drops the oldest from the cache (runs still using it keep it until they end) and empties the
-    accelerator's cache, so a T4 never holds two hub pairs at once."""
+    1. A pair in the cache, or still alive elsewhere (a step in flight), is handed out as it is.
+    2. Else one load per key runs in a thread of its own; callers wait at most SPECVIZ_LOAD_TIMEOUT_S
+       (a slow load goes on and is cached when it ends; a waiting caller gets a message, not a hang).
+    3. The load checks the pair's size, from its configs, against the device's free memory before any
+       weight is read, and enters the cache only once it succeeded: a failed load changes nothing.
+    4. Then the least recently used pairs beyond SPECVIZ_MAX_PAIRS per device leave the cache, and
+       the runs holding them let go (see `on_evict`)."""
     spec = pair_ref(preset, draft=draft, target=target)
     dev = pick_device(device)
     dt = pick_dtype(dev, dtype)
-    key = (spec.draft, spec.target, str(dev), str(dt))
-    with _CACHE_LOCK:
-        if key in _CACHE:
-            return _CACHE[key]
-        lock = _LOCKS.setdefault(key, threading.Lock())
-    with lock:
-        with _CACHE_LOCK:
-            if key in _CACHE:  # loaded by another session while this one waited
-                return _CACHE[key]
-        _evict(str(dev), keep=settings.current().max_pairs - 1)
-        pair = _load(spec, dev, dt)
-        with _CACHE_LOCK:
-            _CACHE[key] = pair
+    key = pair_key(spec, dev, dt)
+    start = False
+    with _CACHE_LOCK:                                                   # 1.
+        pair = _CACHE.get(key)
+        if pair is not None:
+            _CACHE.move_to_end(key)
+            return pair
+        pair = _LIVE.get(key)
+        future = _PENDING.get(key)
+        if pair is None and future is None:
+            future = _PENDING[key] = Future()
+            start = True
+    if pair is not None:
+        _admit(key, pair)
         return pair
+    if start:                                                           # 2.
+        threading.Thread(target=_load_into, args=(future, key, spec, dev, dt), daemon=True,
+                         name=f"specviz-load-{spec.name}").start()
+    limit = settings.current().load_timeout_s
+    try:
+        return future.result(timeout=limit)
+    except FutureTimeout:
+        raise ModelLoadError(f"loading the pair {spec.name if spec.name in PRESETS else shown(spec.name)!r} took "
+                             f"longer than {limit} s (SPECVIZ_LOAD_TIMEOUT_S); it goes on in the background: "
+                             "try again in a while") from None
 
 
-def _evict(device: str, keep: int) -> None:
-    """Drop the oldest cached pairs on `device` until `keep` remain; free the accelerator's cache."""
+def _load_into(future: Future, key: tuple, spec: Preset, device: torch.device, dtype: torch.dtype) -> None:
+    try:
+        check_fits(spec, device, dtype)                                 # 3.
+        pair = _load(spec, device, dtype)
+    except BaseException as err:  # noqa: BLE001 - handed to the waiting callers
+        with _CACHE_LOCK:
+            _PENDING.pop(key, None)
+        future.set_exception(err if isinstance(err, Exception) else ModelLoadError(f"loading stopped: {err!r}"))
+        return
+    _admit(key, pair)                                                   # 4.
     with _CACHE_LOCK:
-        on_device = [k for k in _CACHE if k[2] == device]
-        for key in on_device[: max(len(on_device) - keep, 0)]:
-            del _CACHE[key]
-    gc.collect()
-    if device.startswith("cuda"):
-        torch.cuda.empty_cache()
+        _PENDING.pop(key, None)
+    future.set_result(pair)
+
+
+def _admit(key: tuple, pair) -> None:
+    """Put `pair` in the cache as the most recent; drop the least recent beyond the limit on its device."""
+    keep = settings.current().max_pairs
+    with _CACHE_LOCK:
+        _CACHE[key] = pair
+        _CACHE.move_to_end(key)
+        try:
+            _LIVE[key] = pair
+        except TypeError:  # a stand-in without weak references (tests)
+            pass
+        on_device = [k for k in _CACHE if k[2] == key[2]]
+        dropped = [_CACHE.pop(k) for k in on_device[: max(len(on_device) - keep, 0)]]
+    for old in dropped:
+        for callback in list(_ON_EVICT):
+            callback(old)
+    if dropped:
+        dropped.clear()
+        old = None
+        gc.collect()
+        if key[2].startswith("cuda"):
+            torch.cuda.empty_cache()
+
+
+def free_memory(device: torch.device) -> int:
+    """Bytes the device can still take: free GPU memory, or on the host the smaller of MemAvailable and
+    what the cgroup (a Space's container) still allows."""
+    if device.type == "cuda":
+        return int(torch.cuda.mem_get_info(device)[0])
+    free = None
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                free = int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    try:
+        limit = Path("/sys/fs/cgroup/memory.max").read_text().strip()
+        used = int(Path("/sys/fs/cgroup/memory.current").read_text())
+        if limit != "max":
+            free = min(free if free is not None else 1 << 62, int(limit) - used)
+    except (OSError, ValueError):
+        pass
+    return free if free is not None else 1 << 62
+
+
+def check_fits(spec: Preset, device: torch.device, dtype: torch.dtype) -> None:
+    """ModelLoadError unless both models' weights (estimated from their configs, before any weight is
+    read or downloaded) fit in the device's free memory with HEADROOM to spare."""
+    itemsize = torch.empty((), dtype=dtype).element_size()
+    need = sum(estimated_params(read_config(model_id, role)) for role, model_id in
+               (("draft", spec.draft), ("target", spec.target))) * itemsize
+    free = free_memory(device)
+    if need * HEADROOM > free:
+        name = spec.name if spec.name in PRESETS else f"{shown(spec.draft)} -> {shown(spec.target)}"
+        raise ModelLoadError(f"the pair {name!r} needs about {need / 1e9:.1f} GB for its weights in "
+                             f"{str(dtype).removeprefix('torch.')}, and {device} has {free / 1e9:.1f} GB free: "
+                             "pick a smaller pair (sizes estimated from the models' configs)")
+
+
+def _detail(err: BaseException) -> str:
+    """The first line of an error, with server paths cut to their last part."""
+    text = str(err).splitlines()[0] if str(err) else type(err).__name__
+    return scrub_paths(text)
 
 
 def _load_one(model_id: str, role: str, device: torch.device, dtype: torch.dtype):
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
+    name = shown(model_id)
+    options = hub_options(model_id, role)
     try:
-        tokenizer = AutoTokenizer.from_pretrained(model_id)
-        model = AutoModelForCausalLM.from_pretrained(model_id, dtype=dtype, trust_remote_code=False)
+        tokenizer = AutoTokenizer.from_pretrained(canonical(model_id), trust_remote_code=False, **options)
+        model = AutoModelForCausalLM.from_pretrained(canonical(model_id), dtype=dtype, trust_remote_code=False,
+                                                     **options)
         return tokenizer, model.to(device).eval()
     except torch.cuda.OutOfMemoryError as err:
-        raise ModelLoadError(f"out of memory loading the {role} model {model_id!r} on {device}: "
+        raise ModelLoadError(f"out of memory loading the {role} model {name!r} on {device}: "
                              "pick a smaller pair or free the GPU") from err
+    except pickle.UnpicklingError as err:
+        raise ModelLoadError(f"the {role} model {name!r} has a pickle checkpoint that cannot be loaded safely "
+                             f"({_detail(err)[:120]}); save it as safetensors") from None
     except (OSError, ValueError, KeyError) as err:
-        where = "local folder" if Path(model_id).exists() else "hub id (is the hub reachable? HF_HUB_OFFLINE is " \
+        where = "local folder" if is_folder_name(model_id) else "hub id (is the hub reachable? HF_HUB_OFFLINE is " \
             f"{os.environ.get('HF_HUB_OFFLINE', 'unset')})"
-        raise ModelLoadError(f"could not load the {role} model {model_id!r} as a {where}: "
-                             f"{str(err).splitlines()[0] if str(err) else type(err).__name__}") from err
+        raise ModelLoadError(f"could not load the {role} model {name!r} as a {where}: {_detail(err)}") from None
     except RuntimeError as err:  # e.g. a device that fails to take the weights
-        raise ModelLoadError(f"could not move the {role} model {model_id!r} to {device}: "
-                             f"{str(err).splitlines()[0]}") from err
+        raise ModelLoadError(f"could not move the {role} model {name!r} to {device}: {_detail(err)}") from None
 
 
 def _load(spec: Preset, device: torch.device, dtype: torch.dtype) -> ModelPair:

@@ -27,7 +27,7 @@ from ..core.metrics import metric_set
 from ..core.trace import StepTrace
 from . import zerogpu
 from .decoders import DecoderState, DecodingFinished, SpeculativeDecoder, TargetOnlyDecoder, check_prompt
-from .loading import ModelPair, load_pair
+from .loading import ModelPair, is_cached, load_pair, on_evict
 from .presets import PairRef
 from .settings import current as current_deployment
 
@@ -113,6 +113,15 @@ class WarmRuns:
             if other is not None:
                 other.hibernate()
 
+    def release_pair(self, pair: ModelPair) -> None:
+        """The pair cache dropped `pair`: every warm run on it hibernates, so no run keeps a copy of
+        weights the cache no longer owns (one stepping now hibernates when its step ends)."""
+        with self._lock:
+            runs = [ref() for ref in self._order.values()]
+        for run in runs:
+            if run is not None and run.spec is not None and run.spec.pair is pair:
+                run.hibernate()
+
     def forget(self, run: ComparedRun) -> None:
         with self._lock:
             self._order.pop(run.key, None)
@@ -123,6 +132,7 @@ class WarmRuns:
 
 
 WARM_RUNS = WarmRuns(current_deployment().warm_runs)  # >= a class of 30: none of it rebuilds
+on_evict(WARM_RUNS.release_pair)
 
 
 class ComparedRun:
@@ -209,6 +219,9 @@ class ComparedRun:
                 self.hibernate()
             else:
                 self._warm.touch(self)
+                spec = self.spec
+                if spec is not None and not is_cached(spec.pair):  # evicted while it stepped: let go now
+                    self.hibernate()
         return trace
 
     def metrics(self) -> dict:

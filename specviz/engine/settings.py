@@ -5,8 +5,11 @@ of variables is this file. A bad value is a ValueError naming the variable and w
 """
 from __future__ import annotations
 
+import ipaddress
 import os
 from dataclasses import dataclass
+
+LOOPBACK_NAMES = ("localhost", "127.0.0.1", "::1", "")
 
 
 def _flag(environ, name: str) -> bool | None:
@@ -33,6 +36,28 @@ def _count(environ, name: str, default: str, low: int, high: int) -> int:
     return int(value)
 
 
+def _loopback(server_name: str) -> bool:
+    """Is `server_name` (GRADIO_SERVER_NAME, gradio's default 127.0.0.1) reachable from this machine only?"""
+    name = server_name.strip().lower().strip("[]")
+    if name in LOOPBACK_NAMES:
+        return True
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return False
+
+
+def _names(environ, name: str) -> tuple[str, ...] | None:
+    """A comma list (`a, b`) as a tuple of names; unset -> None."""
+    text = environ.get(name)
+    if text is None:
+        return None
+    names = tuple(dict.fromkeys(x.strip() for x in text.split(",") if x.strip()))
+    if not names:
+        raise ValueError(f"{name} must be a comma-separated list of preset names, not {text!r}")
+    return names
+
+
 @dataclass(frozen=True)
 class Deployment:
     """What this server offers and how much it holds. Field comments name the variable."""
@@ -44,21 +69,41 @@ class Deployment:
     concurrency: int                  # SPECVIZ_CONCURRENCY: model-bound events at once, all tabs (default 2)
     stateless_steps: bool             # SPACES_ZERO_GPU (set by ZeroGPU) or SPECVIZ_STATELESS_STEPS=1
     on_space: bool                    # SPACE_ID (set by Hugging Face Spaces)
+    exposed: bool = False             # others can reach it: a Space, GRADIO_SERVER_NAME not loopback, GRADIO_SHARE
+    offered_presets: tuple[str, ...] | None = None  # SPECVIZ_PRESETS; None: every preset (served locally only)
+    allow_model_folders: bool = True  # SPECVIZ_ALLOW_MODEL_FOLDERS, else: not exposed (and own models allowed)
+    load_timeout_s: int = 300         # SPECVIZ_LOAD_TIMEOUT_S: a load that takes longer is abandoned (default 300)
+    session_capacity: int = 1000      # SPECVIZ_SESSION_CAPACITY: sessions gradio keeps (default 1000)
 
     @classmethod
     def from_environ(cls, environ=None) -> "Deployment":
         env = os.environ if environ is None else environ
         on_space = bool(env.get("SPACE_ID"))
+        exposed = (on_space or not _loopback(env.get("GRADIO_SERVER_NAME", "127.0.0.1"))
+                   or bool(_flag(env, "GRADIO_SHARE")))
         custom = _flag(env, "SPECVIZ_ALLOW_CUSTOM_MODELS")
+        custom = (not exposed) if custom is None else custom
+        folders = _flag(env, "SPECVIZ_ALLOW_MODEL_FOLDERS")
+        preset = env.get("SPECVIZ_PRESET", "shakespeare")
+        offered = _names(env, "SPECVIZ_PRESETS")
+        if offered is None and exposed:
+            offered = (preset,)
+        elif offered is not None and preset not in offered:
+            offered = (preset, *offered)  # the page's default pair is always offered
         return cls(
-            preset=env.get("SPECVIZ_PRESET", "shakespeare"),
-            allow_custom_models=(not on_space) if custom is None else custom,
+            preset=preset,
+            allow_custom_models=custom,
             max_custom_params=_count(env, "SPECVIZ_MAX_CUSTOM_PARAMS", "4e9", 1, 1e13),
             max_pairs=_count(env, "SPECVIZ_MAX_PAIRS", "1", 1, 16),
             warm_runs=_count(env, "SPECVIZ_WARM_RUNS", "32", 1, 10_000),
             concurrency=_count(env, "SPECVIZ_CONCURRENCY", "2", 1, 64),
             stateless_steps=bool(_flag(env, "SPACES_ZERO_GPU") or _flag(env, "SPECVIZ_STATELESS_STEPS")),
             on_space=on_space,
+            exposed=exposed,
+            offered_presets=offered,
+            allow_model_folders=custom and ((not exposed) if folders is None else folders),
+            load_timeout_s=_count(env, "SPECVIZ_LOAD_TIMEOUT_S", "300", 1, 86_400),
+            session_capacity=_count(env, "SPECVIZ_SESSION_CAPACITY", "1000", 10, 1_000_000),
         )
 
 

@@ -5,7 +5,10 @@ No gradio here: the app wires these to components, the benchmark times them, tes
 from __future__ import annotations
 
 import functools
+import shutil
+import tempfile
 import threading
+from pathlib import Path
 from typing import NamedTuple
 
 import plotly.graph_objects as go
@@ -14,7 +17,7 @@ from ..core import playground
 from ..core.config import DecodeConfig
 from ..core.notation import p_value_text
 from ..engine.decoders import clean_text
-from ..engine.presets import custom_pair, pair_ref
+from ..engine.presets import custom_pair, visitor_pair
 from ..engine.run import ComparedRun, RunSettings
 from . import export, playground_figures, render, run_figures, step_figures
 from .plotting import empty_figure
@@ -29,6 +32,9 @@ class Session:
         self.viewing: int | None = None      # step shown (None: the latest)
         self.playing = False
         self.lock = threading.Lock()
+        self.owner: str | None = None        # the client's session id, once an event named it
+        self.notice = ""                     # said with the next Step (e.g. that an earlier run expired)
+        self.export_dir: str | None = None   # this session's one export folder (JSON + CSV), replaced by the next
 
     def __deepcopy__(self, memo):  # gr.State deep-copies its initial value for each tab: a fresh session
         return Session()
@@ -38,8 +44,9 @@ class Session:
         return self.run.traces if self.run else []
 
     def release(self) -> None:
-        """Free the run now: the tab closed or the session expired."""
+        """Free the run and its export now: the tab closed or the session expired."""
         self.run, self.viewing, self.playing = None, None, False
+        drop_export(self)
 
 
 def with_lock(fn):
@@ -91,22 +98,36 @@ def build_view(session: Session, notation: str, status: Status = Status()) -> Vi
                 export.rejections(traces), render.most_rejected_html(export.most_rejected(traces)))
 
 
+PAGE_MAX_NEW_TOKENS = 200  # the page's slider, and the /step API's limit (a session's traces stay small)
+
+
+def _text(name: str, value) -> str:
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise ValueError(f"{name} must be text, not {value!r}")
+    return value
+
+
 def settings_from(preset, prompt, gamma, temperature, top_k, top_p, kl_budget, seed, max_new_tokens,
                   draft_model: str = "", target_model: str = "") -> RunSettings:
     """The page's knobs as RunSettings; bad values raise ValueError / ModelLoadError naming the knob.
     Draft and target model fields, when both are filled, replace the preset (see models.custom_pair)."""
     config = DecodeConfig.from_knobs(gamma=gamma, temperature=temperature, top_k=top_k, top_p=top_p,
                                      kl_budget=kl_budget, max_new_tokens=max_new_tokens, seed=seed)
-    draft_model, target_model = (draft_model or "").strip(), (target_model or "").strip()
-    pair = custom_pair(draft_model, target_model) if draft_model or target_model else pair_ref(preset)
-    return RunSettings(pair=pair, prompt=clean_text(prompt) if isinstance(prompt, str) else "", config=config)
+    if config.max_new_tokens > PAGE_MAX_NEW_TOKENS:
+        raise ValueError(f"max_new_tokens must be a whole number in 1..{PAGE_MAX_NEW_TOKENS} here, "
+                         f"not {max_new_tokens!r} (the command line goes further)")
+    draft_model, target_model = _text("draft_model", draft_model).strip(), _text("target_model", target_model).strip()
+    pair = custom_pair(draft_model, target_model) if draft_model or target_model else visitor_pair(preset)
+    return RunSettings(pair=pair, prompt=clean_text(_text("prompt", prompt)), config=config)
 
 
 def step_session(session: Session, settings: RunSettings) -> Status:
     """One step of the session's run (a new run if the settings changed)."""
-    note = ""
+    note, session.notice = session.notice, ""
     if session.run is None or session.run.settings != settings:
-        note = "Settings changed: started a new run with them. " if session.traces else ""
+        note += "Settings changed: started a new run with them. " if session.traces else ""
         session.run, session.viewing = ComparedRun(settings), None
     session.run.step()
     session.viewing = None
@@ -130,7 +151,7 @@ def playground_view(tokens: str, target: str, draft: str, kl_budget: float, nota
         names = playground_tokens(tokens, len(p))
         return (playground_figures.decomposition_figure(playground.decomposition(target, draft), names, notation),
                 playground_figures.mentored_figure(playground.mentored(target, draft, float(kl_budget)), names, notation), Status())
-    except ValueError as err:
+    except (ValueError, TypeError) as err:
         return None, None, Status("error", str(err))
 
 
@@ -138,7 +159,7 @@ def playground_run(tokens: str, target: str, draft: str, samples: int, seed: int
     """(histogram of every rule, summary Markdown, status)."""
     try:
         p, _ = playground.check_pair(target, draft)
-        results = [playground.simulate(target, draft, samples, v, int(seed)) for v in playground.VARIANTS]
+        results = [playground.simulate(target, draft, samples, v, seed) for v in playground.VARIANTS]
     except (ValueError, TypeError) as err:
         return None, "", Status("error", str(err))
     rows = "\n".join(f"| {playground_figures.VARIANT_STYLE[r['variant']][0]} | {p_value_text(r['p_value'])} | "
@@ -169,15 +190,25 @@ def sweep_view(session: Session, notation: str):
         return None, Status("error", f"the sweep failed: {str(err).splitlines()[0]}")
 
 
-@with_lock
-def export_files(session: Session):
-    """(JSON file path, CSV file path, the traces as JSON data) of the session's run."""
-    import tempfile
+def drop_export(session: Session) -> None:
+    """Delete the session's export folder, if any."""
+    folder, session.export_dir = session.export_dir, None
+    if folder:
+        shutil.rmtree(folder, ignore_errors=True)
 
+
+@with_lock
+def export_files(session: Session, root: str | None = None):
+    """(JSON file path, CSV file path, the traces as JSON data) of the session's run, written to a
+    fresh folder under `root` (the server's file cache); the session's previous export is deleted,
+    so a session holds one export at a time, and none once it is released."""
     traces = session.traces
     if not traces:
         return None, None, []
-    folder = tempfile.mkdtemp(prefix="specviz-")
+    drop_export(session)
+    if root:
+        Path(root).mkdir(parents=True, exist_ok=True)
+    folder = session.export_dir = tempfile.mkdtemp(prefix="specviz-", dir=root)
     json_path, csv_path = f"{folder}/specviz-traces.json", f"{folder}/specviz-tokens.csv"
     text = export.traces_json(traces)
     with open(json_path, "w", encoding="utf-8") as f:

@@ -1,8 +1,12 @@
 """Loading policy: dtype per GPU, one lock per pair, one resident pair, your own pair's guard rails."""
 from __future__ import annotations
 
+import gc
+import shutil
 import threading
 import time
+import weakref
+from collections import OrderedDict
 
 import pytest
 import torch
@@ -31,6 +35,7 @@ def test_loading_one_pair_never_blocks_a_pair_already_loaded(pair, monkeypatch):
         time.sleep(3)
         raise presets.ModelLoadError("fake: never finishes loading")
     monkeypatch.setattr(loading, "_load", slow_load)
+    monkeypatch.setattr(loading, "check_fits", lambda *a: None)
     monkeypatch.setenv("SPECVIZ_MAX_PAIRS", "2")  # keep the bundled pair cached meanwhile
     worker = threading.Thread(target=lambda: pytest.raises(presets.ModelLoadError, loading.load_pair, "gpt2", device="cpu"))
     worker.start()
@@ -49,7 +54,8 @@ def test_loading_a_new_pair_releases_the_oldest(monkeypatch):
         made.append(spec.name)
         return object()
     monkeypatch.setattr(loading, "_load", fake_load)
-    monkeypatch.setattr(loading, "_CACHE", {})
+    monkeypatch.setattr(loading, "check_fits", lambda *a: None)
+    monkeypatch.setattr(loading, "_CACHE", OrderedDict())
     monkeypatch.setenv("SPECVIZ_MAX_PAIRS", "1")
     a = loading.load_pair(presets.Preset("a1", "a2", name="a"), device="cpu")
     assert loading.load_pair(presets.Preset("a1", "a2", name="a"), device="cpu") is a
@@ -62,7 +68,10 @@ def test_own_models_follow_the_deployment_policy(monkeypatch):
     monkeypatch.delenv("SPECVIZ_ALLOW_CUSTOM_MODELS", raising=False)
     with pytest.raises(presets.ModelLoadError, match="SPECVIZ_ALLOW_CUSTOM_MODELS"):
         presets.custom_pair(str(presets.ASSETS / "shakespeare-draft"), str(presets.ASSETS / "shakespeare-target"))
-    monkeypatch.setenv("SPECVIZ_ALLOW_CUSTOM_MODELS", "1")
+    monkeypatch.setenv("SPECVIZ_ALLOW_CUSTOM_MODELS", "1")  # hub ids only: a Space's folders stay closed
+    with pytest.raises(presets.ModelLoadError, match="SPECVIZ_ALLOW_MODEL_FOLDERS"):
+        presets.custom_pair(str(presets.ASSETS / "shakespeare-draft"), str(presets.ASSETS / "shakespeare-target"))
+    monkeypatch.setenv("SPECVIZ_ALLOW_MODEL_FOLDERS", "1")
     monkeypatch.setenv("SPECVIZ_MAX_CUSTOM_PARAMS", "1000000")
     with pytest.raises(presets.ModelLoadError, match="cap"):  # the 16x128 target has ~3.7M parameters
         presets.custom_pair(str(presets.ASSETS / "shakespeare-draft"), str(presets.ASSETS / "shakespeare-target"))
@@ -77,3 +86,119 @@ def test_bad_devices_and_dtypes_are_one_line_errors():
             loading.pick_device(device)
     with pytest.raises(presets.ModelLoadError, match="dtype"):
         loading.pick_dtype(torch.device("cpu"), "float7")
+
+
+# ------------------------------------------------------------------ finding 1: one owner of the weights
+
+
+def bundled_copy(tmp_path, name: str):
+    """A folder of its own (its own real path, so its own cache key) whose files are the bundled draft's
+    and target's: links to them, no copy of the weights on disk."""
+    folders = []
+    for role in ("draft", "target"):
+        folder = tmp_path / f"{name}-{role}"
+        folder.mkdir()
+        for f in (presets.ASSETS / f"shakespeare-{role}").iterdir():
+            (folder / f.name).symlink_to(f)
+        folders.append(str(folder))
+    return presets.Preset(*folders, name=name)
+
+
+def test_a_failed_load_changes_nothing_that_was_loaded(pair, monkeypatch):
+    """The issue's sequence: shakespeare, a failing gpt2 (offline), shakespeare again: the same object,
+    never dropped; then a load that fails after its size check: the cache is as it was."""
+    monkeypatch.setenv("SPECVIZ_MAX_PAIRS", "1")
+    first = loading.load_pair("shakespeare", device="cpu")
+    before = dict(loading._CACHE)
+    with pytest.raises(presets.ModelLoadError, match="gpt2"):
+        loading.load_pair("gpt2", device="cpu")
+    assert dict(loading._CACHE) == before and loading.load_pair("shakespeare", device="cpu") is first
+
+    def broken(spec, device, dtype):
+        raise presets.ModelLoadError("fake: the weights are corrupt")
+    monkeypatch.setattr(loading, "check_fits", lambda *a: None)
+    monkeypatch.setattr(loading, "_load", broken)
+    with pytest.raises(presets.ModelLoadError, match="corrupt"):
+        loading.load_pair(presets.Preset("x/draft", "x/target", name="x"), device="cpu")
+    assert dict(loading._CACHE) == before and loading.load_pair("shakespeare", device="cpu") is first
+
+
+def test_one_copy_of_a_folder_however_it_is_named(pair, tmp_path, monkeypatch):
+    """12 sessions naming the bundled folder 12 ways made 12 copies; folders are keyed by real path now."""
+    monkeypatch.chdir(presets.ASSETS.parent.parent)
+    link = tmp_path / "link-to-draft"
+    link.symlink_to(presets.ASSETS / "shakespeare-draft")
+    target = str(presets.ASSETS / "shakespeare-target")
+    spellings = [str(presets.ASSETS / "shakespeare-draft"), "assets/models/shakespeare-draft",
+                 "./assets/models/shakespeare-draft/", "assets/models/../models/shakespeare-draft", str(link)]
+    loaded = [loading.load_pair(draft=d, target=target, device="cpu") for d in spellings]
+    assert all(p is pair for p in loaded)
+
+
+def test_an_evicted_pair_is_let_go_by_its_runs_and_reloaded_on_their_next_step(tmp_path, monkeypatch):
+    """SPECVIZ_MAX_PAIRS=1: loading B drops A, the warm run on A hibernates (A's weights are freed: no
+    copy outlives the cache), and its next Step reloads A and goes on exactly as an undisturbed run."""
+    from specviz.core.config import DecodeConfig
+    from specviz.engine.run import ComparedRun, RunSettings
+
+    monkeypatch.setenv("SPECVIZ_MAX_PAIRS", "1")
+    a, b = bundled_copy(tmp_path, "a"), bundled_copy(tmp_path, "b")
+    settings = RunSettings(a, "KING.\nNow is", DecodeConfig(gamma=3, max_new_tokens=40, seed=5), device="cpu")
+    run, solo = ComparedRun(settings), None
+    run.step()
+    held = weakref.ref(run.spec.pair)
+    loading.load_pair(b, device="cpu")
+    gc.collect()
+    assert not run.warm and held() is None
+    run.step()
+    run.step()
+    solo = ComparedRun(settings)
+    for _ in range(3):
+        solo.step()
+    assert run.tokens == solo.tokens and len(run.traces) == 3
+
+
+def test_the_size_check_comes_before_any_weight_is_read(tmp_path, monkeypatch):
+    """With 1 MB free the bundled-size pair (~10 MB in fp32) is refused from its configs alone."""
+    loads = []
+    monkeypatch.setattr(loading, "_load", lambda *a: loads.append(a))
+    monkeypatch.setattr(loading, "free_memory", lambda device: 1_000_000)
+    with pytest.raises(presets.ModelLoadError, match=r"needs about 0\.0 GB .* has 0\.0 GB free"):
+        loading.load_pair(bundled_copy(tmp_path, "big"), device="cpu")
+    assert loads == []
+
+
+def test_the_estimate_is_near_the_published_size_of_real_models():
+    """Qwen2.5-3B has 3.09B parameters and gpt2-xl 1.56B (their model cards); the estimate from the
+    config must not be below either by more than 2%, nor above by more than 15%."""
+    from transformers import GPT2Config, Qwen2Config
+
+    qwen = Qwen2Config(hidden_size=2048, intermediate_size=11008, num_hidden_layers=36, num_attention_heads=16,
+                       num_key_value_heads=2, vocab_size=151936, tie_word_embeddings=True)
+    gpt2 = GPT2Config(n_embd=1600, n_layer=48, n_head=25, vocab_size=50257)
+    for config, published in ((qwen, 3.09e9), (gpt2, 1.56e9)):
+        assert 0.98 * published <= presets.estimated_params(config) <= 1.15 * published
+
+
+def test_a_slow_load_fails_in_time_and_is_cached_when_it_ends(monkeypatch):
+    made = []
+
+    def slow(spec, device, dtype):
+        time.sleep(2.5)
+        made.append(spec.name)
+        return loading.ModelPair(None, None, None, 0, device, dtype, spec.name)
+    monkeypatch.setattr(loading, "_load", slow)
+    monkeypatch.setattr(loading, "check_fits", lambda *a: None)
+    monkeypatch.setenv("SPECVIZ_LOAD_TIMEOUT_S", "1")
+    monkeypatch.setenv("SPECVIZ_MAX_PAIRS", "2")
+    slowpoke = presets.Preset("slow/draft", "slow/target", name="slowpoke")
+    t0 = time.perf_counter()
+    with pytest.raises(presets.ModelLoadError, match="longer than 1 s .SPECVIZ_LOAD_TIMEOUT_S"):
+        loading.load_pair(slowpoke, device="cpu")
+    assert time.perf_counter() - t0 < 2.0
+    with pytest.raises(presets.ModelLoadError):  # a second caller waits on the same load, not a new one
+        loading.load_pair(slowpoke, device="cpu")
+    time.sleep(1.5)
+    done = loading.load_pair(slowpoke, device="cpu")
+    assert done.name == "slowpoke" and made == ["slowpoke"]
+    loading._CACHE.pop(loading.pair_key(slowpoke, torch.device("cpu"), torch.float32))
