@@ -20,7 +20,7 @@ import torch
 
 from . import settings
 from .presets import (PRESETS, ModelLoadError, Preset, canonical, estimated_params, hub_options, is_folder_name,
-                      pair_ref, read_config, scrub_paths, shown)
+                      pair_ref, pickle_checkpoint, read_config, scrub_paths, shown)
 
 
 def pick_device(device: str | None = None) -> torch.device:
@@ -250,6 +250,10 @@ def _load_one(model_id: str, role: str, device: torch.device, dtype: torch.dtype
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     name = shown(model_id)
+    pickled = pickle_checkpoint(model_id) if is_folder_name(model_id) else None
+    if pickled:  # refused before torch reads a byte of it
+        raise ModelLoadError(f"the {role} model {name!r} has only a pickle checkpoint ({pickled}), which is not "
+                             "loaded: save it as safetensors")
     options = hub_options(model_id, role)
     try:
         tokenizer = AutoTokenizer.from_pretrained(canonical(model_id), trust_remote_code=False, **options)
@@ -260,8 +264,8 @@ def _load_one(model_id: str, role: str, device: torch.device, dtype: torch.dtype
         raise ModelLoadError(f"out of memory loading the {role} model {name!r} on {device}: "
                              "pick a smaller pair or free the GPU") from err
     except pickle.UnpicklingError as err:
-        raise ModelLoadError(f"the {role} model {name!r} has a pickle checkpoint that cannot be loaded safely "
-                             f"({_detail(err)[:120]}); save it as safetensors") from None
+        raise ModelLoadError(f"the {role} model {name!r} has a pickle checkpoint that cannot be loaded safely: "
+                             "save it as safetensors") from None
     except (OSError, ValueError, KeyError) as err:
         where = "local folder" if is_folder_name(model_id) else "hub id (is the hub reachable? HF_HUB_OFFLINE is " \
             f"{os.environ.get('HF_HUB_OFFLINE', 'unset')})"

@@ -171,6 +171,17 @@ def check_model_folder(model_id: str, role: str) -> None:
         raise ModelLoadError(f"the {role} model folder {name!r} has no config.json")
 
 
+PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".ckpt", ".pkl")
+
+
+def pickle_checkpoint(model_id: str) -> str | None:
+    """The pickle checkpoint a model folder would be loaded from (no .safetensors beside it), or None."""
+    folder = Path(model_id).expanduser()
+    if not folder.is_dir() or any(folder.glob("*.safetensors")):
+        return None
+    return next((f.name for f in sorted(folder.iterdir()) if f.suffix in PICKLE_SUFFIXES), None)
+
+
 def check_model_name(model_id: str, role: str) -> None:
     """Before anything is read: a folder only where this deployment reads folders, else a hub id."""
     if not isinstance(model_id, str) or not model_id.strip():
@@ -229,6 +240,9 @@ def read_config(model_id: str, role: str):
     """A model's config (config.json only: no weight is read or downloaded); ModelLoadError if it cannot be read."""
     from transformers import AutoConfig
 
+    if is_folder_name(model_id) and not (Path(model_id).expanduser() / "config.json").is_file():
+        raise ModelLoadError(f"the {role} model {shown(model_id)!r} is neither a folder holding config.json "
+                             "nor a hub id (org/name)")
     options = hub_options(model_id, role)
     try:
         return AutoConfig.from_pretrained(canonical(model_id), trust_remote_code=False, **options)

@@ -95,10 +95,27 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"error: {message} (see python -m specviz --help)\n")
 
 
+def writable_folder(flag: str, path: str) -> None:
+    """ValueError naming `flag` unless `path` is (or can be made) a folder this process can write into."""
+    import tempfile
+    from pathlib import Path
+
+    out = Path(path)
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"{flag} {path!r} is a file; give a folder to write into")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        tempfile.TemporaryFile(dir=out).close()
+    except OSError as err:
+        raise ValueError(f"{flag} {path!r} cannot be written: {err.strerror or err}") from None
+
+
 def cmd_report(args) -> int:
     from .report import read_prompts, run_report
 
-    summary = run_report(read_prompts(args.prompts), args.out, preset=args.preset, draft=args.draft, target=args.target,
+    writable_folder("--out", args.out)  # before any model loads
+    prompts = read_prompts(args.prompts)
+    summary = run_report(prompts, args.out, preset=args.preset, draft=args.draft, target=args.target,
                          device=args.device, gamma=args.gamma, temperature=args.temperature, runs=args.runs,
                          max_new_tokens=args.max_new_tokens, kl_budget=args.kl_budget)
     o = summary["overall"]
@@ -169,4 +186,7 @@ def main(argv=None) -> int:
         return 2
     except RuntimeError as err:  # e.g. out of memory mid-run
         print(f"error: the models failed: {str(err).splitlines()[0]}", file=sys.stderr)
+        return 2
+    except OSError as err:  # e.g. the disk filled while writing
+        print(f"error: {err.strerror or err}{f': {err.filename}' if err.filename else ''}", file=sys.stderr)
         return 2

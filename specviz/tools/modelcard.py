@@ -25,7 +25,7 @@ from .train import DEFAULT_CORPUS, encode, read_works, validation_loss, validati
 def load(folder: Path):
     from transformers import AutoModelForCausalLM
 
-    return AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32).eval()
+    return AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32, trust_remote_code=False).eval()
 
 
 @torch.inference_mode()
@@ -160,7 +160,7 @@ def main(argv=None):
     args = ap.parse_args(argv)
     from transformers import AutoTokenizer
 
-    tok = AutoTokenizer.from_pretrained(ASSETS / "shakespeare-target")
+    tok = AutoTokenizer.from_pretrained(ASSETS / "shakespeare-target", trust_remote_code=False)
     target, draft = load(ASSETS / "shakespeare-target"), load(ASSETS / "shakespeare-draft")
     models = {"target": target, "draft": draft}
     if args.plain_draft.exists():

@@ -262,7 +262,7 @@ def main(argv=None):
 
     if "tokenizer" in stages and not (args.resume and (tok_dir / "tokenizer.json").exists()):
         train_tokenizer(train_texts, args.vocab_size, tok_dir)
-    tok = AutoTokenizer.from_pretrained(tok_dir)
+    tok = AutoTokenizer.from_pretrained(tok_dir, trust_remote_code=False)
     train_stream, val_stream = encode(tok, train_texts), encode(tok, val_texts)
     print(f"train tokens {len(train_stream):,}  validation tokens {len(val_stream):,}")
 
@@ -280,7 +280,7 @@ def main(argv=None):
         export(model, tok, target_dir, {**report, "architecture": asdict(target_arch)})
     if "draft" in stages:
         c = cfg(args.draft_minutes)
-        teacher = AutoModelForCausalLM.from_pretrained(target_dir, dtype=torch.float32).eval()
+        teacher = AutoModelForCausalLM.from_pretrained(target_dir, dtype=torch.float32, trust_remote_code=False).eval()
         model = new_model(draft_arch, tok, c)
         report = fit("draft", model, train_stream, windows(c), c, args.checkpoints, args.resume, teacher=teacher)
         export(model, tok, draft_dir, {**report, "architecture": asdict(draft_arch), "distilled_from": "shakespeare-target"})

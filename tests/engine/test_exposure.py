@@ -132,6 +132,6 @@ def test_a_pickle_checkpoint_is_a_one_line_error(tmp_path):
     folder = model_folder(tmp_path, "pickled")
     (folder / "model.safetensors").unlink()
     (folder / "pytorch_model.bin").write_bytes(pickle.dumps({"weights": os.getcwd}))  # a pickle naming a function
-    with pytest.raises(presets.ModelLoadError, match="pickle checkpoint") as err:
+    with pytest.raises(presets.ModelLoadError, match="pickle checkpoint .pytorch_model.bin.") as err:
         loading._load_one(str(folder), "draft", __import__("torch").device("cpu"), __import__("torch").float32)
     assert str(tmp_path) not in str(err.value) and "\n" not in str(err.value)

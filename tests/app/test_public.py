@@ -1,0 +1,207 @@
+"""The app served as on a public Space (findings 2, 3, 6, 7 and 9): a server of `specviz.app.launch` on a
+loopback port, driven with raw HTTP and gradio_client, every loop bounded."""
+from __future__ import annotations
+
+import html
+import json
+import os
+import re
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+CAPACITY = 20       # sessions gradio keeps here (1000 by default): the flood below is 3x this
+FLOOD = 3 * CAPACITY
+
+
+@pytest.fixture(scope="module")
+def served(pair):
+    """(the app's Blocks, its URL), launched as `python app.py` does, with a small session capacity."""
+    from specviz.app.server import launch
+    from specviz.app.wiring import build_app
+    from specviz.tools.loadtest import _free_port
+
+    saved = {k: os.environ.get(k) for k in ("SPECVIZ_SESSION_CAPACITY", "GRADIO_SERVER_NAME")}
+    os.environ["SPECVIZ_SESSION_CAPACITY"] = str(CAPACITY)
+    demo = build_app()
+    _, url, _ = launch(demo, server_name="127.0.0.1", server_port=_free_port(), prevent_thread_lock=True, quiet=True)
+    yield demo, url
+    demo.close()
+    for k, v in saved.items():
+        os.environ.pop(k, None) if v is None else os.environ.__setitem__(k, v)
+
+
+def call(url: str, api: str, body: str) -> tuple[str, object]:
+    """One raw `POST /gradio_api/call/API` (a session of its own, as anyone can send) and its result:
+    ("complete", outputs) or ("error", message)."""
+    r = httpx.post(f"{url}gradio_api/call/{api}", content=body, headers={"content-type": "application/json"},
+                   timeout=60)
+    if r.status_code != 200:
+        return "refused", r.text
+    stream = httpx.get(f"{url}gradio_api/call/{api}/{r.json()['event_id']}", timeout=120).text
+    event = re.findall(r"^event: (\w+)", stream, re.M)[-1]
+    data = json.loads(re.findall(r"^data: (.*)$", stream, re.M)[-1])
+    return event, (data.get("error") if isinstance(data, dict) else data)
+
+
+STEP = ["leviathan", "shakespeare", "KING.", 4, 1.0, 0, 1.0, 0.0, 0, 20, "", ""]  # /step's parameters in order
+
+
+def step_body(**change) -> str:
+    names = ["notation", "preset", "prompt", "gamma", "temperature", "top_k", "top_p", "kl_budget", "seed",
+             "max_new_tokens", "draft_model", "target_model"]
+    values = dict(zip(names, STEP))
+    values.update(change)
+    return json.dumps({"data": [values[n] for n in names]})
+
+
+MESSAGE = 9  # /step's outputs: text, card, counters, narration, 3 plots, history, viewed step, message, ...
+
+
+def message_of(outputs, raw: bool = True) -> str:
+    """The message output as text; a raw call's outputs start with the session (null) that clients drop."""
+    if not isinstance(outputs, (list, tuple)):
+        return str(outputs)
+    return html.unescape(re.sub(r"<[^>]+>", "", outputs[MESSAGE + raw] or ""))
+
+
+# ------------------------------------------------------------------ finding 2: runs outlive anonymous traffic
+
+
+def test_a_flood_of_anonymous_calls_leaves_a_visitors_run_intact(served):
+    """A visitor steps 4 times; 3x the session capacity of raw /call/reset calls follow (each a session
+    of its own); the visitor's next Step is Step 5 and gradio still holds at most CAPACITY sessions."""
+    from gradio_client import Client
+
+    demo, url = served
+    visitor = Client(url, verbose=False)
+    for _ in range(4):
+        visitor.predict(api_name="/step")
+    for _ in range(FLOOD):
+        assert call(url, "reset", '{"data": ["leviathan"]}')[0] == "complete"
+    assert len(demo.state_holder.session_data) <= CAPACITY
+    out = visitor.predict(api_name="/step")
+    assert "Step 5" in out[1], re.sub(r"<[^>]+>", " ", out[1])[:300]
+    visitor.close()
+
+
+def test_an_expired_run_says_so_at_the_next_step(served):
+    """gradio frees a session's state once its time_to_live passed (checked each second); the next
+    Step says the earlier run was freed and starts afresh, rather than silently showing Step 1."""
+    from gradio_client import Client
+
+    demo, url = served
+    state = next(b for b in demo.blocks.values() if type(b).__name__ == "State")
+    ttl, state.time_to_live = state.time_to_live, 1
+    try:
+        visitor = Client(url, verbose=False)
+        visitor.predict(api_name="/step")
+        visitor.predict(api_name="/step")
+        time.sleep(3)
+        out = visitor.predict(api_name="/step")
+    finally:
+        state.time_to_live = ttl
+    assert "Step 1" in out[1] and "no event for 15 minutes and was freed" in message_of(out, raw=False)
+    visitor.close()
+
+
+# ------------------------------------------------------------------ finding 3: the disk stays bounded
+
+
+def test_a_client_holds_one_export_at_a_time_and_none_once_it_goes(served):
+    from gradio_client import Client
+
+    demo, url = served
+    cache = Path(demo.GRADIO_CACHE)
+    before = set(cache.glob("specviz-*"))
+    client = Client(url, verbose=False)
+    for _ in range(3):
+        client.predict(api_name="/step")
+        json_file, csv_file, _ = client.predict(api_name="/traces")
+    mine = set(cache.glob("specviz-*")) - before
+    assert len(mine) == 1
+    size = sum(f.stat().st_size for f in next(iter(mine)).iterdir())
+    assert 0 < size < 200_000  # 3 steps; a 200-token run's export measured ~0.33 MB
+    demo.state_holder.delete_state(client.session_hash)  # what expiry, eviction and a closed tab do
+    assert not (set(cache.glob("specviz-*")) - before)
+    client.close()
+
+
+def test_gradios_cache_sweep_is_on_and_removes_uploads(served):
+    """Uploads (capped at 1 MB) land in gradio's cache and its delete_cache sweep removes them."""
+    from gradio.route_utils import delete_files_created_by_app
+
+    from specviz.app.wiring import CACHE_SWEEP
+
+    demo, url = served
+    assert demo.delete_cache == CACHE_SWEEP
+    r = httpx.post(f"{url}gradio_api/upload", files={"files": ("x.txt", b"hello" * 100)}, timeout=30)
+    assert r.status_code == 200, r.text
+    uploaded = Path(r.json()[0])
+    assert uploaded.exists()
+    delete_files_created_by_app(demo, age=0)
+    assert not uploaded.exists()
+
+
+# ------------------------------------------------------------------ findings 6 and 7: every bad value named
+
+
+@pytest.mark.parametrize("change, named", [
+    ({"gamma": "abc"}, "gamma"), ({"gamma": None}, "gamma"), ({"gamma": 2.5}, "gamma"), ({"gamma": 99}, "gamma"),
+    ({"seed": "abc"}, "seed"), ({"seed": 2.5}, "seed"), ({"seed": 3.7}, "seed"), ({"seed": -1}, "seed"),
+    ({"top_k": 2.5}, "top_k"), ({"temperature": "hot"}, "temperature"), ({"top_p": 0}, "top_p"),
+    ({"kl_budget": -1}, "kl_budget"), ({"max_new_tokens": 500}, "max_new_tokens"), ({"notation": None}, "notation"),
+    ({"notation": "klingon"}, "notation"), ({"preset": "nope"}, "preset"), ({"prompt": 5}, "prompt"),
+    ({"draft_model": 7, "target_model": "x"}, "draft_model")])
+def test_bad_step_values_are_messages_naming_the_setting(served, change, named):
+    event, outputs = call(served[1], "step", step_body(**change))
+    assert event == "complete", outputs
+    assert named in message_of(outputs), message_of(outputs)
+    assert "Step 1" not in outputs[2]  # nothing stepped
+
+
+@pytest.mark.parametrize("body, named", [('"seed": NaN', "seed"), ('"top_k": Infinity', "top_k")])
+def test_non_finite_json_numbers_are_named_too(served, body, named):
+    """NaN and Infinity as JSON tokens (Python's json writes them), not strings."""
+    values = json.loads(step_body())["data"]
+    names = ["notation", "preset", "prompt", "gamma", "temperature", "top_k", "top_p", "kl_budget", "seed"]
+    key, token = body.split(": ")
+    values[names.index(key.strip('"'))] = "__TOKEN__"
+    text = json.dumps({"data": values}).replace('"__TOKEN__"', token)
+    event, outputs = call(served[1], "step", text)
+    assert event == "complete" and named in message_of(outputs), outputs
+
+
+@pytest.mark.parametrize("data, named", [
+    ([[1e308, 1e308], [1, 1], 1000, "exact", 0], None), ([[1, 1], [1, 1], 1000, "exact", None], "seed"),
+    ([[1, 1], [1, 1], 1000, "exact", 2**70], "seed"), ([[1, 1], [1, 1], 1000, "exact", 2.5], "seed"),
+    ([[1, 1], [1, 1], 10**7, "exact", 0], "samples"), ([[1, 1], [1, 1], 1000, "nope", 0], "variant")])
+def test_bad_playground_values_are_messages_naming_the_setting(served, data, named):
+    event, outputs = call(served[1], "playground", json.dumps({"data": data}))
+    if named is None:
+        assert event == "complete" and outputs[0]["counts"] and sum(outputs[0]["counts"]) == 1000
+    else:
+        assert event == "error" and named in outputs and "upstream" not in outputs, outputs
+
+
+@pytest.mark.parametrize("token, named", [("Infinity", "seed"), ("NaN", "seed")])
+def test_non_finite_playground_values_are_named(served, token, named):
+    body = json.dumps({"data": [[1, 1], [1, 1], 1000, "exact", "__T__"]}).replace('"__T__"', token)
+    event, outputs = call(served[1], "playground", body)
+    assert event == "error" and named in outputs, outputs
+
+
+# ------------------------------------------------------------------ finding 9
+
+
+def test_config_shows_no_memory_address(served):
+    text = httpx.get(f"{served[1]}config", timeout=30).text
+    assert "delete_callback" in text and not re.search(r" at 0x[0-9a-f]+", text)
+
+
+def test_a_lone_surrogate_becomes_u_fffd(served):
+    event, outputs = call(served[1], "step", step_body(prompt="KING.\ud800 Now"))
+    timeline = html.unescape(outputs[1])  # a raw call's outputs: the session (null), then the text
+    assert event == "complete" and "KING.\ufffd Now" in timeline and "KING.? Now" not in timeline
