@@ -298,3 +298,5 @@ def test_debug_view_shows_vllm_metrics_and_a_rejection_click_shows_its_step(page
     if values:  # a rejection happened: step, position, context, ... of the first one
         page.locator("#rejections").get_by_text(values[3], exact=True).first.click()
         expect(page.locator("#view-step input")).to_have_value(values[0], timeout=TIMEOUT)
+        expect(page.locator("#step-card")).to_be_in_viewport(timeout=TIMEOUT)  # scrolled to, not left above
+    assert all(v != "0" for v in values[4:8])  # probabilities never shown as a bare 0
