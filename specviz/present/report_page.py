@@ -71,7 +71,7 @@ def prompt_panels_figure(panels: list[tuple[str, list]]) -> go.Figure:
         layout_axes[f"xaxis{ax}"] = {"domain": [x0, x1], "anchor": f"y{ax}", "title": {"text": "step", "standoff": 2}}
         layout_axes[f"yaxis{ax}"] = {"domain": [y0, y1 - 0.06 / rows], "anchor": f"x{ax}", "range": [0, gamma + 0.3],
                                      "dtick": 1 if gamma <= 8 else None}
-        title = show(prompt.replace("\n", " / "))[:50]
+        title = prompt.replace("\n", " / ")[:50]
         layout_axes.setdefault("annotations", []).append(
             {"text": f"<b>{html.escape(title)}</b> — α {_alpha(traces):.2f}, {len(traces)} steps", "xref": "paper",
              "yref": "paper", "x": x0, "y": y1, "xanchor": "left", "yanchor": "bottom", "showarrow": False,
@@ -99,15 +99,14 @@ def rejection_figure(analysis: dict) -> go.Figure:
     for i, (key, title) in enumerate(SPLITS):
         groups = analysis.get(key, [])
         ax = "" if i == 0 else str(i + 1)
-        labels = [f"#{g['group'] + 1}" if key == "by_prompt" else str(g["group"]) for g in groups]
+        labels = [(f"#{g['group'] + 1}" if key == "by_prompt" else str(g["group"])) + f"<br>n={g['n']}" for g in groups]
         rates = [g["rate"] for g in groups]
         data.append({"type": "bar", "x": labels, "y": _r(rates),
                      "error_y": {"type": "data", "symmetric": False, "visible": True,
                                  "array": _r([g["ci_high"] - g["rate"] for g in groups]),
                                  "arrayminus": _r([g["rate"] - g["ci_low"] for g in groups])},
-                     "text": [f"n={g['n']}" for g in groups], "textposition": "inside",
                      "marker": {"color": TARGET_COLOUR}, "showlegend": False, "xaxis": f"x{ax}", "yaxis": f"y{ax}",
-                     "hovertemplate": "%{x}: %{y:.2f} (%{text})<extra></extra>"})
+                     "hovertemplate": "%{x}: %{y:.2f}<extra></extra>"})
         row, col = divmod(i, 2)
         y1 = 1 - row / 3
         axes[f"xaxis{ax}"] = {"domain": [col * 0.53, col * 0.53 + 0.47], "anchor": f"y{ax}", "type": "category",
