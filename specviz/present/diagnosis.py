@@ -66,12 +66,13 @@ def _temperature(sweep: dict | None, temperature: float) -> str:
     if not sweep:
         return ""
     temps, rates = sweep["temperatures"], sweep["acceptance_rate"]
-    best = max(range(len(temps)), key=lambda i: rates[i])
     here = min(range(len(temps)), key=lambda i: abs(temps[i] - temperature))
+    # only cooler: any two laws overlap more as both flatten, so a hotter T "helps" by changing the output most
+    best = max((i for i in range(len(temps)) if temps[i] <= temps[here]), key=lambda i: rates[i])
     if rates[best] - rates[here] < 0.05:
         return ""
     return (f"Both models at T = {temps[best]:g} instead of {temperature:g} would raise the acceptance Σmin(p, q) "
-            f"on this text from {rates[here]:.2f} to {rates[best]:.2f} (if the output may change temperature).")
+            f"on this text from {rates[here]:.2f} to {rates[best]:.2f} (if the output may be that much cooler).")
 
 
 def diagnosis_text(analysis: dict, best: dict | None, sweep: dict | None, temperature: float) -> str:
