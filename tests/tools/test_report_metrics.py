@@ -77,3 +77,12 @@ def test_errors_are_one_line_exit_2(tmp_path, case):
     assert out.returncode == 2 and out.stderr.startswith("error: ") and len(out.stderr.strip().splitlines()) == 1
     assert {"unreachable": "cannot fetch", "no_metrics": "no speculative-decoding", "backwards": "went backwards"}[case] \
         in out.stderr
+
+
+def test_the_cost_ratio_is_measured_on_a_pair_when_one_is_given(tmp_path):
+    (tmp_path / "m.txt").write_text(ONE)
+    out = run_cli("--from-metrics", str(tmp_path / "m.txt"), "--preset", "shakespeare", "--out", str(tmp_path / "r"))
+    assert out.returncode == 0, out.stderr[-1500:]
+    summary = json.loads((tmp_path / "r" / "summary.json").read_text())
+    assert summary["cost_ratio_source"] == "measured on the pair" and 0 < summary["cost_ratio_c"] < 5
+    assert summary["best_gamma"] >= 1 and len(summary["expected_speedup_by_gamma"]) == 16
