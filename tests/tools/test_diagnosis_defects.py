@@ -1,9 +1,10 @@
 """The diagnosis names a planted defect: a draft with noisy weights, a draft at another temperature.
 
-Two prompts, 40 new tokens, gamma 4, seed 0 each: about 100-120 tested drafts per pair. The
+Two prompts, 40 new tokens, gamma 4, seed 0 each: about 70-80 tested drafts per pair. The
 thresholds the findings use (argmax agreement < 0.5, entropy ratio outside [0.6, 1.6]) sit far
-from what each pair measured when the test was written (bundled: agreement 0.82, ratio 0.99;
-noisy weights: agreement 0.20; draft at T 0.4: ratio 0.30, agreement 0.82; draft at T 2: ratio 1.83).
+from what each pair measured on three prompts of 40 tokens when the test was written (bundled:
+agreement 0.82, ratio 0.99; noisy weights: agreement 0.20; draft at T 0.4: ratio 0.30, agreement
+0.82; draft at T 2: ratio 1.83, agreement 0.72).
 """
 from __future__ import annotations
 
