@@ -1,6 +1,6 @@
 """The diagnosis names a planted defect: a draft with noisy weights, a draft at another temperature.
 
-Two prompts, 40 new tokens, gamma 4, seed 0 each: about 70-80 tested drafts per pair. The
+Two prompts, 40 new tokens, gamma 4, seed 0 each (two thirds of the calibration run below). The
 thresholds the findings use (argmax agreement < 0.5, entropy ratio outside [0.6, 1.6]) sit far
 from what each pair measured on three prompts of 40 tokens when the test was written (bundled:
 agreement 0.82, ratio 0.99; noisy weights: agreement 0.20; draft at T 0.4: ratio 0.30, agreement
