@@ -57,7 +57,8 @@ def speedup_curve_figure(s: dict) -> go.Figure:
              "name": "current and best γ"}]
     return plain_figure(data, base_layout(f"Expected speedup by γ at α {s['alpha']:.3f}, c {s['cost_ratio_c']:.3f}", 340,
                                           xaxis={"title": {"text": "γ"}, "dtick": 1},
-                                          yaxis={"title": {"text": "expected speedup (×)"}, "rangemode": "tozero"}))
+                                          yaxis={"title": {"text": "expected speedup (×)"},
+                                                 "range": [0, 1.25 * max(curve.values())]}))
 
 
 def production_html(s: dict) -> str:
