@@ -108,7 +108,9 @@ def wire(demo: gr.Blocks, page: Page) -> None:
     show_rejected.change(None, show_rejected, None, api_visibility="private",
                  js="(v) => { document.querySelector('#timeline').classList.toggle('hide-rejected', !v); }")
     example.change(lambda e, p: e or p, [example, prompt], prompt, **light)
-    rejections.select(on_rejection_click, [session, notation], all_views, **light)
+    rejections.select(on_rejection_click, [session, notation], all_views, **light).then(
+        None, None, None, api_visibility="private",  # the card may be far above: bring it into view
+        js="() => { document.querySelector('#step-card')?.scrollIntoView({behavior: 'smooth', block: 'start'}); }")
     sweep_btn.click(on_sweep, [session, notation], [sweep_plot, message], **model, api_visibility="private")
     export_btn.click(on_export, [session], [json_file, csv_file, traces_json], api_name="traces", **light_public)
     wire_playground(pg, notation, light, demo)

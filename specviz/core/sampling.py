@@ -98,6 +98,11 @@ def kl_divergence(probs: torch.Tensor, other: torch.Tensor) -> torch.Tensor:
     return torch.where(probs > 0, probs * torch.log(ratio), torch.zeros_like(probs)).sum(-1)
 
 
+def entropy(probs: torch.Tensor) -> torch.Tensor:
+    """Shannon entropy -sum_x p ln p in nats, with 0 ln 0 = 0."""
+    return -torch.where(probs > 0, probs * torch.log(probs), torch.zeros_like(probs)).sum(-1)
+
+
 # ----------------------------------------------------------------------------- lossless pieces
 
 

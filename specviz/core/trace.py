@@ -34,6 +34,8 @@ class PositionTrace:
     kl: float               # KL(p || q)
     overlap: float          # sum min(p, q): the chance any draft token here is accepted
     kl_spent: float = 0.0   # mentored decoding: KL(target || its output) here, within the budget; 0 when exact
+    target_entropy: float = 0.0  # H(p) in nats: how unsure the target is here (0 in traces of older versions)
+    draft_entropy: float = 0.0   # H(q) in nats
 
 
 @dataclass

@@ -213,12 +213,17 @@ class SpeculativeDecoder(_Decoder):
             return None
         return self._trace(target_probs, drafted, result, kept, record)
 
+    def _draft_warp(self, logits: torch.Tensor) -> torch.Tensor:
+        """The draft's sampling law: the run's warping, as for the target (tests override it to
+        plant a defect, such as a draft run at another temperature)."""
+        return self.config.warp(logits)
+
     def _draft(self) -> _Drafted:
         """1. draft: gamma tokens, one cached forward each, sampled from the warped draft."""
         tokens, rows = [], []
         pending = self.tokens[self.draft.seen:]  # 1 token, or 2 after a bonus the draft never saw
         for _ in range(self.config.gamma):
-            probs = self.config.warp(self.draft.forward(pending, keep=1)[-1])  # [V]
+            probs = self._draft_warp(self.draft.forward(pending, keep=1)[-1])  # [V]
             token = sampling.sample(probs, self.generator)
             tokens.append(token)
             rows.append(probs)
@@ -277,7 +282,8 @@ class SpeculativeDecoder(_Decoder):
             "draft_prob": draft.gather(-1, tokens[:, None])[:, 0], "target_prob": target.gather(-1, tokens[:, None])[:, 0],
             "exact_accept_prob": sampling.accept_probability(target, draft, tokens),
             "tv": sampling.tv_distance(target, draft), "kl": sampling.kl_divergence(target, draft),
-            "overlap": sampling.acceptance_rate(target, draft), "kl_spent": kl_spent}
+            "overlap": sampling.acceptance_rate(target, draft), "kl_spent": kl_spent,
+            "target_entropy": sampling.entropy(target), "draft_entropy": sampling.entropy(draft)}
         numbers = dict(zip(per_position, torch.stack(list(per_position.values())).tolist()))
         # positions after the first rejection were never examined: show the chance they would have had
         uniforms, accept_chances = result.uniforms.tolist(), result.drafted_accept_probs.tolist()

@@ -228,6 +228,12 @@ class ComparedRun:
         spec, base = self._states()
         return metric_set(spec.records if spec else [], base.call_s if base else [])
 
+    def timings(self) -> tuple[list, list[float]]:
+        """(the speculative side's StepRecords, the baseline's forward times): what metric_set takes,
+        for pooling several runs into one metric set."""
+        spec, base = self._states()
+        return (list(spec.records) if spec else []), (list(base.call_s) if base else [])
+
     def baseline_tokens(self) -> int:
         _, base = self._states()
         return base.counters.tokens if base else 0

@@ -5,6 +5,8 @@ import csv
 import io
 import json
 
+from ..core import rejections as core_rejections
+from ..core.notation import num, show
 from ..core.trace import StepTrace
 
 CSV_COLUMNS = ["step", "position", "token_id", "token", "verdict", "draft_prob", "target_prob", "accept_prob",
@@ -46,26 +48,20 @@ def tokens_csv(traces: list[StepTrace]) -> str:
 
 def rejections(traces: list[StepTrace], context_chars: int = 24) -> list[list]:
     """Every rejection of the run: step, position, the text just before it, drafted token, p, q, u,
-    accept chance, the resampled token."""
+    accept chance, the resampled token. Probabilities as text that never rounds a small one to 0
+    (2.1e-05); tokens with spaces, newlines and tabs shown as ␣ ⏎ ⇥, as on the step card."""
     rows, text = [], ""
     for tr in traces:
         for p in tr.positions:
             if p.verdict == "rejected":
                 before = text + "".join(e.text for e in tr.emitted[: p.index])
-                rows.append([tr.step, p.index + 1, before[-context_chars:], p.draft_text, round(p.target_prob, 4),
-                             round(p.draft_prob, 4), round(p.uniform, 4), round(p.accept_prob, 4), tr.correction.text])
+                rows.append([tr.step, p.index + 1, before[-context_chars:], show(p.draft_text), num(p.target_prob),
+                             num(p.draft_prob), num(p.uniform), num(p.accept_prob), show(tr.correction.text)])
         text += "".join(e.text for e in tr.emitted)
     return rows
 
 
-def most_rejected(traces: list[StepTrace], top: int = 8) -> list[tuple[str, int, int]]:
-    """(token, times rejected, times tested) for the draft tokens rejected most often."""
-    tested: dict[str, list[int]] = {}
-    for tr in traces:
-        for p in tr.positions:
-            if p.uniform is not None:
-                entry = tested.setdefault(p.draft_text, [0, 0])
-                entry[0] += p.verdict == "rejected"
-                entry[1] += 1
-    ranked = sorted(((tok, r, n) for tok, (r, n) in tested.items() if r), key=lambda x: (-x[1], -x[1] / x[2]))
-    return ranked[:top]
+def most_rejected(traces: list[StepTrace], top: int = 8) -> list[dict]:
+    """The draft tokens rejected most often among those tested at least MIN_SUPPORT times (the
+    report's rule): token, n tested, rejected, rejection rate and its 95% Wilson interval."""
+    return core_rejections.most_rejected(core_rejections.tested_drafts(traces), core_rejections.MIN_SUPPORT, top)

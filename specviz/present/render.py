@@ -259,8 +259,13 @@ def analytics_html(m: dict) -> str:
     return f'<table class="analytics">{rows}</table>'
 
 
-def most_rejected_html(ranked: list[tuple[str, int, int]]) -> str:
+def most_rejected_html(ranked: list[dict]) -> str:
+    """export.most_rejected's tokens: only those tested often enough for their rate to mean something."""
+    from ..core.rejections import MIN_SUPPORT
+
     if not ranked:
-        return '<div class="muted">No rejections yet.</div>'
-    items = "".join(f"<li><code>{_esc(tok)}</code>: rejected {r} of {n} times tested</li>" for tok, r, n in ranked)
-    return f"<b>Draft tokens rejected most often</b><ol>{items}</ol>"
+        return f'<div class="muted">No token tested at least {MIN_SUPPORT} times has been rejected yet.</div>'
+    items = "".join(f"<li><code>{_esc(show(t['token']))}</code>: rejected {t['rejected']} of {t['n']} times tested "
+                    f"(95% interval {t['ci_low']:.2f}–{t['ci_high']:.2f})</li>" for t in ranked)
+    return (f"<b>Draft tokens rejected most often</b> <span class=muted>(tokens tested at least {MIN_SUPPORT} times)"
+            f"</span><ol>{items}</ol>")

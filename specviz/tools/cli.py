@@ -20,12 +20,24 @@ COLOURS = {"accepted": "\033[32m", "resampled": "\033[33m", "bonus": "\033[36m",
 RESET = "\033[0m"
 
 
-def _add_decoding_args(ap: argparse.ArgumentParser) -> None:
+def _gamma_list(text: str) -> list[int]:
+    from .report import parse_gammas
+
+    try:
+        return parse_gammas(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from err
+
+
+def _add_decoding_args(ap: argparse.ArgumentParser, gamma_list: bool = False) -> None:
     ap.add_argument("--preset", choices=sorted(PRESETS), default=None)
     ap.add_argument("--draft", help="draft model: hub id or local folder (with --target)")
     ap.add_argument("--target", help="target model: hub id or local folder (with --draft)")
     ap.add_argument("--device", default=None, help="cuda, mps or cpu (default: picked automatically)")
-    ap.add_argument("--gamma", type=int, default=4)
+    if gamma_list:
+        ap.add_argument("--gamma", type=_gamma_list, default=[4], help="one value or a list to sweep: 1,2,4,8")
+    else:
+        ap.add_argument("--gamma", type=int, default=4)
     ap.add_argument("--seed", type=int, default=0)
 
 
@@ -111,16 +123,29 @@ def writable_folder(flag: str, path: str) -> None:
 
 
 def cmd_report(args) -> int:
+    writable_folder("--out", args.out)  # before any model loads or any scrape is read
+    if args.from_metrics:
+        from .report_metrics import run_metrics_report
+
+        result = run_metrics_report(args.from_metrics, args.out, cost_ratio=args.cost_ratio, preset=args.preset,
+                                    draft=args.draft, target=args.target, device=args.device)
+        print(f"{result['source']}: draft acceptance rate {result['draft_acceptance_rate']:.3f}, mean acceptance "
+              f"length {result['mean_acceptance_length']:.2f}; wrote {args.out}/summary.json, report.html",
+              file=sys.stderr)
+        return 0
     from .report import read_prompts, run_report
 
-    writable_folder("--out", args.out)  # before any model loads
+    if not args.prompts:
+        raise ValueError("report needs --prompts FILE (or --from-metrics FILE_OR_URL for a server's metrics)")
     prompts = read_prompts(args.prompts)
     summary = run_report(prompts, args.out, preset=args.preset, draft=args.draft, target=args.target,
-                         device=args.device, gamma=args.gamma, temperature=args.temperature, runs=args.runs,
-                         max_new_tokens=args.max_new_tokens, kl_budget=args.kl_budget)
-    o = summary["overall"]
+                         device=args.device, gamma=args.gamma, temperature=args.temperature, top_k=args.top_k,
+                         top_p=args.top_p, runs=args.runs, max_new_tokens=args.max_new_tokens,
+                         kl_budget=args.kl_budget)
+    o, best = summary["overall"], summary["best_gamma"]
     print(f"{len(summary['prompts'])} prompts, {o['steps']} steps: alpha {o['acceptance_rate']:.3f}, draft acceptance "
           f"rate {o['draft_acceptance_rate']:.3f}, mean acceptance length {o['mean_acceptance_length']:.2f}; "
+          f"best gamma {best['measured']} (x{best['speedup'] or 0:.2f}; Thm 3.8: {best['thm38']}); "
           f"wrote {args.out}/summary.json, traces.jsonl, report.html", file=sys.stderr)
     return 0
 
@@ -164,13 +189,20 @@ def main(argv=None) -> int:
                             "per-forward cost and predicted speedup, no download")
     bench.set_defaults(func=cmd_bench)
     report = sub.add_parser("report", help="acceptance metrics over many prompts: summary.json, traces.jsonl, report.html")
-    report.add_argument("--prompts", required=True, help="a text file, one prompt per line")
-    _add_decoding_args(report)
+    report.add_argument("--prompts", help="a text file, one prompt per line")
+    _add_decoding_args(report, gamma_list=True)
     report.add_argument("--temperature", type=float, default=1.0)
+    report.add_argument("--top-k", type=int, default=None, help="0 or unset = off")
+    report.add_argument("--top-p", type=float, default=None, help="1 or unset = off")
     report.add_argument("--kl-budget", type=float, default=0.0)
     report.add_argument("--runs", type=int, default=1, help="runs per prompt, seeds 0..runs-1")
     report.add_argument("--max-new-tokens", type=int, default=64)
     report.add_argument("--out", required=True, help="folder to write into")
+    report.add_argument("--from-metrics", action="append", metavar="FILE_OR_URL",
+                        help="a vLLM or SGLang Prometheus scrape (file or http URL) instead of running models; "
+                             "twice: the rates between two scrapes")
+    report.add_argument("--cost-ratio", type=float, default=None,
+                        help="with --from-metrics: draft/target forward cost c (else measured on --preset/--draft/--target)")
     report.set_defaults(func=cmd_report)
     load = sub.add_parser("loadtest", help="many /step API sessions at once on a local server: isolation, latency, memory")
     load.add_argument("--sessions", type=int, default=30)

@@ -1,9 +1,16 @@
-"""`python -m specviz report`: acceptance over many prompts, for debugging a draft/target pair.
+"""`python -m specviz report`: is it faster, at which gamma, and why does the draft get rejected.
 
-Runs every prompt (one per line of a file) `runs` times with seeds 0..runs-1 and writes to --out:
-  summary.json   the settings, the pair, and specviz.metrics' set under "overall" and per prompt;
+For each gamma asked for, every prompt (one per line of a file) runs `runs` times with seeds
+0..runs-1 as a `ComparedRun`: the speculative decoder and the target-only baseline on the same
+prompt and seed, stepped in the app's fair alternating order, so each gamma gets a measured
+speedup. Writes to --out:
+  summary.json   settings, pair, "overall" and "prompts" (the metric set of specviz.core.metrics at
+                 the first gamma), "by_gamma" (the metric set per gamma, timings filled),
+                 "best_gamma" (measured, with Thm 3.8's beside it), "rejection_analysis" (with its
+                 "diagnosis" in words) and "temperature_sweep";
   traces.jsonl   one step trace a line, as `generate --json` prints them, plus prompt_index, run_index;
-  report.html    self-contained (plotly inlined, opens offline): the analytics figures over all prompts.
+  report.html    self-contained and offline (one plotly.js inlined): the answer first, then figures.
+`--from-metrics` reads a vLLM/SGLang server's Prometheus scrape instead (`specviz.tools.report_metrics`).
 Progress goes to stderr.
 """
 from __future__ import annotations
@@ -12,11 +19,13 @@ import json
 import sys
 from pathlib import Path
 
-from ..core.config import DecodeConfig
+from ..core import rejections, theory
+from ..core.config import GAMMA_MAX, DecodeConfig
 from ..core.metrics import metric_set
-from ..engine.decoders import SpeculativeDecoder
 from ..engine.loading import load_pair
-from ..present import run_figures
+from ..engine.run import ComparedRun, RunSettings, WarmRuns
+from ..engine.sweep import temperature_sweep
+from ..present import diagnosis, report_page
 
 
 def read_prompts(path: str | Path) -> list[str]:
@@ -31,59 +40,113 @@ def read_prompts(path: str | Path) -> list[str]:
     return prompts
 
 
+def parse_gammas(text: str | int | list) -> list[int]:
+    """'1,2,4,8' (or one value) -> [1, 2, 4, 8]: whole numbers in 1..GAMMA_MAX, duplicates dropped."""
+    items = text if isinstance(text, list) else [text] if isinstance(text, int) else str(text).split(",")
+    out = []
+    for item in items:
+        try:
+            value = int(str(item).strip())
+        except ValueError:
+            value = None
+        if value is None or not 1 <= value <= GAMMA_MAX:
+            raise ValueError(f"--gamma takes whole numbers in 1..{GAMMA_MAX} separated by commas (e.g. 1,2,4,8), "
+                             f"not {text!r}")
+        if value not in out:
+            out.append(value)
+    return out
+
+
+def best_gamma(by_gamma: dict, records: list, calls: list) -> dict:
+    """The gamma of the highest measured speedup, and Thm 3.8's optimum from the pooled alpha and c."""
+    timed = [m for m in by_gamma.values() if m.get("speedup") is not None]
+    if not timed:
+        return {"measured": None, "speedup": None, "speedup_stderr": None, "thm38": None}
+    best = max(timed, key=lambda m: m["speedup"])
+    pooled = metric_set(records, calls)
+    alpha, c = pooled["acceptance_rate"], pooled["cost_ratio_c"]
+    predicted = theory.optimal_gamma(alpha, c, GAMMA_MAX)
+    return {"measured": best["gamma"], "speedup": best["speedup"], "speedup_stderr": best["speedup_stderr"],
+            "thm38": predicted, "thm38_speedup": theory.expected_speedup(alpha, predicted, c),
+            "thm38_speedup_at_measured": theory.expected_speedup(alpha, best["gamma"], c),
+            "alpha": alpha, "cost_ratio_c": c,
+            "thm38_curve": [theory.expected_speedup(alpha, g, c) for g in range(1, GAMMA_MAX + 1)]}
+
+
+def _mean_sweep(sweeps: list[dict]) -> dict | None:
+    if not sweeps:
+        return None
+    first = sweeps[0]
+    mean = lambda key: [sum(s[key][i] for s in sweeps) / len(sweeps) for i in range(len(first[key]))]  # noqa: E731
+    return {"temperatures": first["temperatures"], "acceptance_rate": mean("acceptance_rate"),
+            "exact_match_of_samples": mean("exact_match_of_samples"),
+            "greedy_exact_match": sum(s["greedy_exact_match"] for s in sweeps) / len(sweeps),
+            "positions": sum(s["positions"] for s in sweeps), "prompts": len(sweeps)}
+
+
 def run_report(prompts: list[str], out_dir: str | Path, *, preset=None, draft=None, target=None, device=None,
-               gamma: int = 4, temperature: float = 1.0, runs: int = 1, max_new_tokens: int = 64,
-               kl_budget: float = 0.0, progress=sys.stderr) -> dict:
+               gamma: int | str | list = 4, temperature: float = 1.0, top_k: int | None = None,
+               top_p: float | None = None, runs: int = 1, max_new_tokens: int = 64, kl_budget: float = 0.0,
+               progress=sys.stderr) -> dict:
+    # 1. settings, validated before any model loads
     if isinstance(runs, bool) or not isinstance(runs, int) or not 1 <= runs <= 100:
         raise ValueError(f"runs must be a whole number in 1..100, not {runs!r}")
+    gammas = parse_gammas(gamma)
+    configs = {g: [DecodeConfig.from_knobs(gamma=g, temperature=temperature, top_k=top_k, top_p=top_p,
+                                           kl_budget=kl_budget, max_new_tokens=max_new_tokens, seed=run)
+                   for run in range(runs)] for g in gammas}
     pair = load_pair(preset, draft=draft, target=target, device=device)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    configs = [DecodeConfig(gamma=gamma, temperature=temperature, kl_budget=kl_budget, max_new_tokens=max_new_tokens,
-                            seed=run) for run in range(runs)]
-    all_records, per_prompt, all_traces = [], [], []
+    # 2. every gamma x prompt x run, speculative and target-only side by side
+    by_gamma, rows, panels, sweeps = {}, [], [], []
+    primary = {"records": [], "calls": [], "prompts": []}
+    pooled_records, pooled_calls = [], []
     with open(out / "traces.jsonl", "w", encoding="utf-8") as lines:
-        for i, prompt in enumerate(prompts):
-            records = []
-            for run, config in enumerate(configs):
-                decoder = SpeculativeDecoder(pair, prompt, config)
-                for trace in decoder.run():
-                    lines.write(json.dumps({**trace.to_dict(), "prompt_index": i, "run_index": run}) + "\n")
-                    all_traces.append(trace)
-                records += decoder.records
-                print(f"prompt {i + 1}/{len(prompts)} run {run + 1}/{runs}: {decoder.steps} steps, "
-                      f"alpha {metric_set(decoder.records)['acceptance_rate']:.3f}", file=progress, flush=True)
-            per_prompt.append({"prompt_index": i, "prompt": prompt, **metric_set(records)})
-            all_records += records
-    summary = {"settings": {"gamma": gamma, "temperature": temperature, "kl_budget": kl_budget, "runs": runs,
-                            "max_new_tokens": max_new_tokens, "prompts": len(prompts)},
+        for gi, g in enumerate(gammas):
+            g_records, g_calls = [], []
+            for i, prompt in enumerate(prompts):
+                p_records, p_calls = [], []
+                for run, config in enumerate(configs[g]):
+                    compared = ComparedRun(RunSettings(pair.ref, prompt, config, device=str(pair.device)),
+                                           stateless=False, warm=WarmRuns(1))
+                    traces = []
+                    while not compared.finished:
+                        traces.append(compared.step())
+                    for trace in traces:
+                        lines.write(json.dumps({**trace.to_dict(), "prompt_index": i, "run_index": run}) + "\n")
+                    records, calls = compared.timings()
+                    p_records += records
+                    p_calls += calls
+                    rows += rejections.tested_drafts(traces, i)
+                    if gi == 0 and run == 0:
+                        panels.append((prompt, traces))
+                        sweeps.append(temperature_sweep(pair, compared.tokens))
+                    m = metric_set(records, calls)
+                    print(f"gamma {g} ({gi + 1}/{len(gammas)}) prompt {i + 1}/{len(prompts)} run {run + 1}/{runs}: "
+                          f"{m['steps']} steps, alpha {m['acceptance_rate']:.3f}, speedup {m['speedup'] or 0:.2f}",
+                          file=progress, flush=True)
+                if gi == 0:
+                    primary["prompts"].append({"prompt_index": i, "prompt": prompt, **metric_set(p_records, p_calls)})
+                    primary["records"] += p_records
+                    primary["calls"] += p_calls
+                g_records += p_records
+                g_calls += p_calls
+            by_gamma[str(g)] = metric_set(g_records, g_calls)
+            pooled_records += g_records
+            pooled_calls += g_calls
+    # 3. the answer: best gamma, where and why it rejects, in words
+    best = best_gamma(by_gamma, pooled_records, pooled_calls)
+    sweep = _mean_sweep(sweeps)
+    analysis = rejections.analyse(rows)
+    analysis["diagnosis"] = diagnosis.diagnosis_text(analysis, best, sweep, temperature)
+    summary = {"settings": {"gamma": gammas[0], "gammas": gammas, "temperature": temperature, "top_k": top_k,
+                            "top_p": top_p, "kl_budget": kl_budget, "runs": runs, "max_new_tokens": max_new_tokens,
+                            "prompts": len(prompts)},
                "pair": {"name": pair.name, "draft": pair.ref.draft, "target": pair.ref.target, "device": str(pair.device),
                         "dtype": str(pair.dtype).removeprefix("torch.")},
-               "overall": metric_set(all_records), "prompts": per_prompt}
+               "overall": metric_set(primary["records"], primary["calls"]), "prompts": primary["prompts"],
+               "by_gamma": by_gamma, "best_gamma": best, "rejection_analysis": analysis, "temperature_sweep": sweep}
     (out / "summary.json").write_text(json.dumps(summary, indent=1), encoding="utf-8")
-    (out / "report.html").write_text(report_html(summary, all_traces), encoding="utf-8")
+    (out / "report.html").write_text(report_page.report_html(summary, panels), encoding="utf-8")
     return summary
-
-
-def report_html(summary: dict, traces: list) -> str:
-    """One self-contained page: the metric table, then the analytics figures (plotly.js inlined)."""
-    import html
-
-    overall = summary["overall"]
-    rows = "".join(f"<tr><td>{html.escape(p['prompt'][:60])}</td><td>{p['steps']}</td><td>{p['acceptance_rate']:.3f}</td>"
-                   f"<td>{p['draft_acceptance_rate']:.3f}</td><td>{p['mean_acceptance_length']:.2f}</td>"
-                   f"<td>{p['system_efficiency']:.3f}</td></tr>" for p in summary["prompts"])
-    figure = run_figures.analytics_figure(traces, overall)
-    body = figure.to_html(full_html=False, include_plotlyjs=True)
-    s = summary["settings"]
-    return (f"<!doctype html><html><head><meta charset='utf-8'><title>specviz report</title></head>"
-            f"<body style='font-family:sans-serif; max-width:1100px; margin:auto'>"
-            f"<h1>specviz report: {html.escape(summary['pair']['name'])}</h1>"
-            f"<p>γ = {s['gamma']}, T = {s['temperature']}, KL budget {s['kl_budget']}, {s['prompts']} prompts × "
-            f"{s['runs']} runs, up to {s['max_new_tokens']} new tokens each; {overall['steps']} steps in all.</p>"
-            f"<p>α (accepted / tested) <b>{overall['acceptance_rate']:.3f}</b> · draft acceptance rate (vLLM) "
-            f"<b>{overall['draft_acceptance_rate']:.3f}</b> · mean acceptance length <b>{overall['mean_acceptance_length']:.2f}</b>"
-            f" · system efficiency <b>{overall['system_efficiency']:.3f}</b></p>"
-            f"<table border=1 cellpadding=4 style='border-collapse:collapse'><tr><th>prompt</th><th>steps</th><th>α</th>"
-            f"<th>draft acceptance rate</th><th>mean acceptance length</th><th>system efficiency</th></tr>{rows}</table>"
-            f"{body}</body></html>")

@@ -293,8 +293,16 @@ def test_debug_view_shows_vllm_metrics_and_a_rejection_click_shows_its_step(page
     expect(page.locator("#analytics")).to_contain_text("draft acceptance rate (vLLM)", timeout=TIMEOUT)
     expect(page.locator("#analytics")).to_contain_text("acceptance rate α (Leviathan)", timeout=TIMEOUT)
     expect(page.locator("#analytics-plot g.point path").first).to_be_visible(timeout=TIMEOUT)
-    text = page.locator("#rejections").inner_text()
-    values = [v.strip() for v in text.split("resampled", 1)[1].split("\n") if v.strip()]
+    for n in range(5, 16):  # until the first rejection (α is about 0.9 on the bundled pair)
+        text = page.locator("#rejections").inner_text()
+        values = [v.strip() for v in text.split("resampled", 1)[1].split("\n") if v.strip()]
+        if values:
+            break
+        step(page)
+        expect(page.locator("#step-card")).to_contain_text(f"Step {n}", timeout=TIMEOUT)
     if values:  # a rejection happened: step, position, context, ... of the first one
+        page.mouse.wheel(0, 4000)  # the table is far below the card
         page.locator("#rejections").get_by_text(values[3], exact=True).first.click()
         expect(page.locator("#view-step input")).to_have_value(values[0], timeout=TIMEOUT)
+        expect(page.locator("#step-card")).to_be_in_viewport(timeout=TIMEOUT)  # scrolled to, not left above
+    assert all(v != "0" for v in values[4:8])  # probabilities never shown as a bare 0

@@ -16,27 +16,57 @@ from specviz.present import export
 
 def test_report_writes_summary_traces_and_a_self_contained_page(tmp_path):
     prompts = tmp_path / "prompts.txt"
-    prompts.write_text("ROMEO.\\nBut soft\nKING.\\nNow is the time\nHAMLET.\\nTo be, or not\n")
-    out = subprocess.run([sys.executable, "-m", "specviz", "report", "--prompts", str(prompts), "--gamma", "3",
-                          "--runs", "2", "--max-new-tokens", "24", "--out", str(tmp_path / "r")],
+    prompts.write_text("ROMEO.\\nBut soft\nKING.\\nNow is the time\n")
+    out = subprocess.run([sys.executable, "-m", "specviz", "report", "--prompts", str(prompts), "--gamma", "3,1",
+                          "--runs", "2", "--max-new-tokens", "16", "--top-k", "50", "--out", str(tmp_path / "r")],
                          capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-1500:]
-    assert "prompt 3/3 run 2/2" in out.stderr
+    assert "prompt 2/2 run 2/2" in out.stderr and "gamma 1 (2/2)" in out.stderr
     summary = json.loads((tmp_path / "r" / "summary.json").read_text())
     lines = [json.loads(x) for x in (tmp_path / "r" / "traces.jsonl").read_text().splitlines()]
-    assert len(summary["prompts"]) == 3 and summary["overall"]["steps"] == len(lines)
-    # every figure is what metric_set() gives on the records recomputed from traces.jsonl
-    records = [StepRecord(**line["record"]) for line in lines]
-    assert summary["overall"] == json.loads(json.dumps(metric_set(records)))
-    first = [StepRecord(**x["record"]) for x in lines if x["prompt_index"] == 0]
+    first_gamma = [x for x in lines if x["gamma"] == 3]  # "overall" and "prompts" are the first gamma's
+    assert len(summary["prompts"]) == 2 and summary["overall"]["steps"] == len(first_gamma)
+    assert summary["settings"]["gammas"] == [3, 1] and summary["settings"]["top_k"] == 50
+    # every acceptance figure is what metric_set() gives on the records recomputed from traces.jsonl
+    acceptance = ("acceptance_rate", "draft_acceptance_rate", "mean_acceptance_length", "per_position_acceptance",
+                  "acceptance_length_histogram", "system_efficiency", "tokens_per_target_call", "steps")
+    for gamma in (3, 1):
+        records = [StepRecord(**x["record"]) for x in lines if x["gamma"] == gamma]
+        expected = json.loads(json.dumps(metric_set(records)))
+        assert {k: summary["by_gamma"][str(gamma)][k] for k in acceptance} == {k: expected[k] for k in acceptance}
+    first = [StepRecord(**x["record"]) for x in first_gamma if x["prompt_index"] == 0]
     assert summary["prompts"][0]["acceptance_rate"] == metric_set(first)["acceptance_rate"]
     assert {x["run_index"] for x in lines} == {0, 1}
-    for key in ("acceptance_rate", "draft_acceptance_rate", "mean_acceptance_length", "per_position_acceptance",
-                "acceptance_length_histogram", "system_efficiency", "tokens_per_target_call", "steps"):
+    for key in acceptance:
         assert key in summary["overall"] and key in summary["prompts"][0]
     assert len(summary["overall"]["acceptance_length_histogram"]) == 4
+    # timed against the baseline: every gamma has a speedup; the best is the largest measured
+    for m in summary["by_gamma"].values():
+        for key in ("speedup", "speedup_stderr", "cost_ratio_c", "predicted_speedup_thm38"):
+            assert m[key] is not None and m[key] > 0
+    best = summary["best_gamma"]
+    assert best["speedup"] == max(m["speedup"] for m in summary["by_gamma"].values())
+    assert best["measured"] in (1, 3) and 1 <= best["thm38"] <= 16
+    analysis = summary["rejection_analysis"]
+    tested = sum(sum(p["uniform"] is not None for p in x["positions"]) for x in lines)
+    assert analysis["tested"] == tested == sum(g["n"] for g in analysis["by_token_class"])
+    assert all(t["n"] >= analysis["min_support"] for t in analysis["most_rejected"])
+    assert analysis["diagnosis"].startswith(("Best γ", "Speculative decoding is slower"))
+    assert all("target_entropy" in p for x in lines for p in x["positions"])
     page = (tmp_path / "r" / "report.html").read_text()
-    assert "<script" in page and "cdn.plot.ly" not in page.split("</head>")[0] and "Plotly.newPlot" in page
+    assert "<script src" not in page and page.count("* plotly.js v") == 1  # one inlined bundle, offline
+    assert len(page.encode()) < 5_000_000
+    assert page.index("id='diagnosis'") < page.index("speedup-by-gamma") < page.index("prompt-panels")
+
+
+def test_report_gamma_list_errors_are_one_line(tmp_path):
+    prompts = tmp_path / "prompts.txt"
+    prompts.write_text("ROMEO.\n")
+    for bad in ("0", "1,x", "17"):
+        out = subprocess.run([sys.executable, "-m", "specviz", "report", "--prompts", str(prompts), "--gamma", bad,
+                              "--out", str(tmp_path / "r")], capture_output=True, text=True, timeout=120)
+        assert out.returncode == 2 and out.stderr.startswith("error: ") and "--gamma" in out.stderr
+        assert len(out.stderr.strip().splitlines()) == 1
 
 
 def test_export_round_trip(pair):

@@ -1,0 +1,85 @@
+"""The diagnosis of a draft/target pair in words, from the figures `core.rejections` and the report computed.
+
+Each sentence states a figure and what it points to; the thresholds are `core.rejections`' (named
+there). Nothing here measures anything.
+"""
+from __future__ import annotations
+
+from ..core import rejections as R
+
+
+def _speed(best: dict) -> str:
+    if not best or best.get("measured") is None:
+        return ""
+    g, s, se = best["measured"], best["speedup"], best["speedup_stderr"] or 0.0
+    theory = (f" Thm 3.8 at the measured α {best['alpha']:.2f} and cost ratio c {best['cost_ratio_c']:.2f} predicts "
+              f"×{best['thm38_speedup_at_measured']:.2f} there and puts the best γ at {best['thm38']} "
+              f"(×{best['thm38_speedup']:.2f}).")
+    gap = ""
+    if best["thm38_speedup_at_measured"] > 1.2 * s:
+        gap = (" The measured speedup falls well short of the theorem's: time outside the model forwards (sampling, "
+               "verification, bookkeeping) weighs more than Thm 3.8's cost model allows at this model size.")
+    if s < 1:
+        return (f"Speculative decoding is slower than the target alone at every γ tried: the best is γ {g} at "
+                f"×{s:.2f} ± {se:.2f}.{theory}{gap}")
+    return f"Best γ {g}: ×{s:.2f} ± {se:.2f} over target-only.{theory}{gap}"
+
+
+def _defects(f: dict) -> list[str]:
+    out = []
+    if f["disagrees"]:
+        out.append(f"The draft's most likely token is the target's on only {f['argmax_agreement']:.0%} of tested "
+                   f"positions (below {R.AGREEMENT_LOW:.0%}): the draft models a different distribution, as a "
+                   "damaged or mismatched checkpoint, another tokenizer or prompt format, or a draft too weak "
+                   "for this text would.")
+    if f["temperature_mismatch"]:
+        side, guess = (("sharper", "a lower temperature (or a tighter top-k/top-p)") if f["draft_sharper"]
+                       else ("flatter", "a higher temperature (or a looser top-k/top-p)"))
+        out.append(f"Temperature mismatch: the draft is much {side} than the target (its mean entropy is "
+                   f"{f['entropy_ratio']:.2f} times the target's) while their top choices agree on "
+                   f"{f['argmax_agreement']:.0%} of positions: the draft looks sampled at {guess} than the "
+                   "target; give both the same sampling settings.")
+    elif f["draft_sharper"] or f["draft_flatter"]:
+        side = "sharper" if f["draft_sharper"] else "flatter"
+        out.append(f"The draft is also much {side} than the target (entropy ratio {f['entropy_ratio']:.2f}).")
+    if f["overconfident"]:
+        out.append(f"The draft is overconfident: {f['overconfident_share']:.0%} of rejections are tokens it gave "
+                   f"q > {R.OVERCONFIDENT_Q:g} where the target gave p < {R.OVERCONFIDENT_P:g}.")
+    if not out:
+        out.append("No defect stands out: the draft's top choices agree with the target's "
+                   f"({f['argmax_agreement']:.0%}), its confidence matches (entropy ratio "
+                   f"{(f['entropy_ratio'] or 0):.2f}) and few rejections are confident misses "
+                   f"({f['overconfident_share']:.0%}).")
+    return out
+
+
+def _where(analysis: dict) -> str:
+    supported = [g for g in analysis["by_token_class"] if g["n"] >= analysis["min_support"]]
+    if len(supported) < 2:
+        return ""
+    low, high = min(supported, key=lambda g: g["rate"]), max(supported, key=lambda g: g["rate"])
+    return (f"Acceptance is lowest on {low['group']} tokens ({low['rate']:.2f}, n = {low['n']}) and highest on "
+            f"{high['group']} tokens ({high['rate']:.2f}, n = {high['n']}).")
+
+
+def _temperature(sweep: dict | None, temperature: float) -> str:
+    if not sweep:
+        return ""
+    temps, rates = sweep["temperatures"], sweep["acceptance_rate"]
+    here = min(range(len(temps)), key=lambda i: abs(temps[i] - temperature))
+    # only cooler: any two laws overlap more as both flatten, so a hotter T "helps" by changing the output most
+    best = max((i for i in range(len(temps)) if temps[i] <= temps[here]), key=lambda i: rates[i])
+    if rates[best] - rates[here] < 0.05:
+        return ""
+    return (f"Both models at T = {temps[best]:g} instead of {temperature:g} would raise the acceptance Σmin(p, q) "
+            f"on this text from {rates[here]:.2f} to {rates[best]:.2f} (if the output may be that much cooler).")
+
+
+def diagnosis_text(analysis: dict, best: dict | None, sweep: dict | None, temperature: float) -> str:
+    """One paragraph: the speed answer, α, each defect found, where acceptance is lowest, a temperature hint."""
+    f = analysis["findings"]
+    if not f["tested"]:
+        return "No draft was tested: nothing to diagnose."
+    parts = [_speed(best or {}), f"α = {f['acceptance_rate']:.2f} (accepted / tested drafts, n = {f['tested']}).",
+             *_defects(f), _where(analysis), _temperature(sweep, temperature)]
+    return " ".join(p for p in parts if p)

@@ -1,0 +1,68 @@
+"""`python -m specviz report --from-metrics FILE_OR_URL [--from-metrics SECOND]`: a server's counters.
+
+Reads one or two Prometheus scrapes of a vLLM (or SGLang) server, from files or http(s) URLs, and
+writes summary.json and report.html to --out: draft acceptance rate, mean acceptance length,
+per-position acceptance, Leviathan's alpha implied by the per-position counts, and the expected
+speedup by gamma at a cost ratio c (--cost-ratio, or measured on --preset/--draft/--target).
+"""
+from __future__ import annotations
+
+import json
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+from ..core.production import spec_decode_summary
+from ..present import production_page
+
+FETCH_TIMEOUT_S = 10
+MAX_SCRAPE_BYTES = 64 * 2**20
+
+
+def read_scrape(source: str) -> str:
+    """A scrape's text from a file or an http(s) URL; ValueError naming the source when it cannot be read."""
+    if source.startswith(("http://", "https://")):
+        try:
+            with urllib.request.urlopen(source, timeout=FETCH_TIMEOUT_S) as response:  # noqa: S310 (http(s) only)
+                return response.read(MAX_SCRAPE_BYTES).decode("utf-8", "replace")
+        except (urllib.error.URLError, OSError, ValueError) as err:
+            reason = getattr(err, "reason", None) or err
+            raise ValueError(f"cannot fetch the metrics URL {source!r}: {reason}") from err
+    try:
+        return Path(source).read_text(encoding="utf-8")
+    except OSError as err:
+        raise ValueError(f"cannot read the metrics file {source!r}: {err.strerror or err}") from err
+
+
+def measured_cost_ratio(preset=None, draft=None, target=None, device=None, tokens: int = 32) -> float:
+    """c measured on a pair: one short compared run at gamma 4 (draft forward / target forward)."""
+    from ..core.config import DecodeConfig
+    from ..engine.loading import load_pair
+    from ..engine.run import ComparedRun, RunSettings, WarmRuns
+
+    pair = load_pair(preset, draft=draft, target=target, device=device)
+    prompt = pair.examples[0] if pair.examples else "The"
+    run = ComparedRun(RunSettings(pair.ref, prompt, DecodeConfig(gamma=4, max_new_tokens=tokens), device=str(pair.device)),
+                      stateless=False, warm=WarmRuns(1))
+    while not run.finished:
+        run.step()
+    return run.metrics()["cost_ratio_c"]
+
+
+def run_metrics_report(sources: list[str], out_dir, *, cost_ratio: float | None = None, preset=None, draft=None,
+                       target=None, device=None) -> dict:
+    # 1. the scrapes, read before any model loads
+    texts = [read_scrape(s) for s in sources]
+    summary = spec_decode_summary(texts, cost_ratio)  # validates cost_ratio and the counters
+    # 2. c measured on the pair when one is named and c was not given
+    if cost_ratio is None and (preset or draft or target):
+        summary = spec_decode_summary(texts, measured_cost_ratio(preset, draft, target, device))
+        summary["cost_ratio_source"] = "measured on the pair"
+    else:
+        summary["cost_ratio_source"] = "--cost-ratio" if cost_ratio is not None else None
+    summary["source"] = " then ".join(sources)
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "summary.json").write_text(json.dumps(summary, indent=1), encoding="utf-8")
+    (out / "report.html").write_text(production_page.production_html(summary), encoding="utf-8")
+    return summary

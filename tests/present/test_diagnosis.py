@@ -1,0 +1,35 @@
+"""The diagnosis text from hand-built figures: what it says and what it must not say."""
+from __future__ import annotations
+
+from specviz.core import rejections as R
+from specviz.present.diagnosis import diagnosis_text
+
+
+def analysis(accepted=8, rejected=2):
+    rows = ([R.TestedDraft(0, 1, " a", "word start", True, 0.3, 0.3, 3.0, 3.0, True)] * accepted
+            + [R.TestedDraft(0, 1, " b", "word start", False, 0.3, 0.05, 3.0, 3.0, True)] * rejected)
+    return R.analyse(rows)
+
+
+def sweep(rates):
+    return {"temperatures": [0.5, 0.7, 1.0, 1.3, 2.0], "acceptance_rate": rates}
+
+
+BEST = {"measured": 1, "speedup": 0.9, "speedup_stderr": 0.05, "thm38": 2, "thm38_speedup": 1.3,
+        "thm38_speedup_at_measured": 1.2, "alpha": 0.8, "cost_ratio_c": 0.3}
+
+
+def test_slower_everywhere_is_said_with_the_theorem_beside_it():
+    text = diagnosis_text(analysis(), BEST, None, 1.0)
+    assert text.startswith("Speculative decoding is slower than the target alone at every γ tried")
+    assert "best γ at 2 (×1.30)" in text and "α = 0.80" in text
+
+
+def test_a_cooler_temperature_that_helps_is_suggested():
+    text = diagnosis_text(analysis(), None, sweep([0.9, 0.85, 0.8, 0.82, 0.95]), 1.0)
+    assert "T = 0.5 instead of 1" in text and "from 0.80 to 0.90" in text
+
+
+def test_a_hotter_temperature_is_never_suggested():
+    text = diagnosis_text(analysis(), None, sweep([0.7, 0.75, 0.8, 0.9, 0.95]), 1.0)
+    assert "instead of" not in text

@@ -1,0 +1,56 @@
+"""The diagnosis names a planted defect: a draft with noisy weights, a draft at another temperature.
+
+Two prompts, 40 new tokens, gamma 4, seed 0 each (two thirds of the calibration run below). The
+thresholds the findings use (argmax agreement < 0.5, entropy ratio outside [0.6, 1.6]) sit far
+from what each pair measured on three prompts of 40 tokens when the test was written (bundled:
+agreement 0.82, ratio 0.99; noisy weights: agreement 0.20; draft at T 0.4: ratio 0.30, agreement
+0.82; draft at T 2: ratio 1.83, agreement 0.72).
+"""
+from __future__ import annotations
+
+import pytest
+
+from specviz.core import rejections
+from specviz.core.config import DecodeConfig
+from specviz.engine.decoders import SpeculativeDecoder
+from specviz.engine.loading import load_pair
+from specviz.present.diagnosis import diagnosis_text
+from tests.defects import TemperedDraft, noisy_draft
+
+PROMPTS = ("ROMEO.\nBut soft", "KING.\nNow is the time")
+
+
+def analysis_of(pair, decoder=SpeculativeDecoder) -> dict:
+    rows = []
+    for i, prompt in enumerate(PROMPTS):
+        dec = decoder(pair, prompt, DecodeConfig(gamma=4, max_new_tokens=40, seed=0))
+        rows += rejections.tested_drafts(dec.run(), i)
+    analysis = rejections.analyse(rows)
+    analysis["diagnosis"] = diagnosis_text(analysis, None, None, 1.0)
+    return analysis
+
+
+@pytest.fixture(scope="module")
+def noisy_pair(tmp_path_factory):
+    folder = noisy_draft(tmp_path_factory.mktemp("noisy") / "draft", scale=0.7, seed=0)
+    return load_pair(draft=str(folder), target="assets/models/shakespeare-target", device="cpu")
+
+
+def test_the_bundled_pair_has_no_defect(pair):
+    a = analysis_of(pair)
+    assert "No defect stands out" in a["diagnosis"]
+    assert not (a["findings"]["disagrees"] or a["findings"]["temperature_mismatch"])
+
+
+def test_noisy_weights_are_named_a_different_distribution(noisy_pair):
+    a = analysis_of(noisy_pair)
+    assert a["findings"]["acceptance_rate"] < 0.6
+    assert "models a different distribution" in a["diagnosis"] and "Temperature mismatch" not in a["diagnosis"]
+
+
+@pytest.mark.parametrize("draft_temperature,side", [(0.4, "lower temperature"), (2.0, "higher temperature")])
+def test_a_draft_at_another_temperature_is_named_a_temperature_mismatch(pair, draft_temperature, side):
+    decoder = type("Tempered", (TemperedDraft,), {"draft_temperature": draft_temperature})
+    a = analysis_of(pair, decoder)
+    assert "Temperature mismatch" in a["diagnosis"] and side in a["diagnosis"]
+    assert "models a different distribution" not in a["diagnosis"]
