@@ -69,8 +69,11 @@ def normalise(weights, name: str) -> torch.Tensor:
         raise ValueError(f"{name} has a negative weight")
     if values.max() <= 0:
         raise ValueError(f"{name} has no mass: give at least one weight above 0")
-    values = values / values.max()  # first to [0, 1]: weights near 1e308 would sum to infinity
-    return values / values.sum()
+    total = values.sum()
+    if not torch.isfinite(total):  # weights near 1e308 sum to infinity: scale them to [0, 1] first
+        values = values / values.max()
+        total = values.sum()
+    return values / total
 
 
 def parse_weights(text: str, name: str) -> list[float]:

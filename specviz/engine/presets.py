@@ -194,8 +194,15 @@ def check_model_name(model_id: str, role: str) -> None:
 
 
 def estimated_params(config) -> int:
-    """Parameters a model's config implies, an upper estimate: embeddings (twice when untied), attention
-    4d^2 and a gated MLP 3 d I (8 d^2 without an intermediate size) per layer."""
+    """Parameters a model's config implies, before any weight is read: counted on the meta device, or for
+    an architecture transformers cannot build, an upper estimate (embeddings, twice when untied; per layer
+    attention 4d^2 and a gated MLP 3dI, or 8d^2 without an intermediate size)."""
+    from .shapes import config_parameter_count
+
+    try:
+        return config_parameter_count(config)
+    except (ValueError, KeyError, TypeError, RuntimeError, AttributeError):
+        pass
     config = config.get_text_config()
     width = getattr(config, "hidden_size", None) or getattr(config, "n_embd", None) or 0
     layers = getattr(config, "num_hidden_layers", None) or getattr(config, "n_layer", None) or 0

@@ -50,9 +50,16 @@ def random_model(shape: dict, dtype, device, seed: int = 0):
 
 def parameter_count(shape: dict) -> int:
     """Parameters of a model of this shape, counted on the meta device (no memory, no weights)."""
+    from transformers import AutoConfig
+
+    return config_parameter_count(AutoConfig.for_model(**shape))
+
+
+def config_parameter_count(config) -> int:
+    """Parameters of the causal LM a config describes, built on the meta device (no memory, no weights)."""
     import torch
-    from transformers import AutoConfig, AutoModelForCausalLM
+    from transformers import AutoModelForCausalLM
 
     with torch.device("meta"):
-        model = AutoModelForCausalLM.from_config(AutoConfig.for_model(**shape))
+        model = AutoModelForCausalLM.from_config(config, trust_remote_code=False)
     return sum(p.numel() for p in model.parameters())

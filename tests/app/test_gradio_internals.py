@@ -17,3 +17,40 @@ def test_state_holder_has_what_forget_tab_uses():
     for name in ("delete_state", "lock", "session_data", "time_last_used"):
         assert hasattr(holder, name), f"gradio's StateHolder lost {name!r}"
     assert isinstance(holder.session_data, dict) and isinstance(holder.time_last_used, dict)
+
+
+def holder_for(capacity: int, freed: list):
+    """A StateHolder as a launched app makes it (gradio.routes.App does the same two calls)."""
+    from gradio.state_holder import StateHolder
+
+    with gr.Blocks() as demo:
+        state = gr.State(None, delete_callback=freed.append)
+    demo.state_session_capacity = capacity
+    StateHolder().set_blocks(demo)
+    return demo, state
+
+
+def test_state_holder_has_what_protect_sessions_uses():
+    demo, state = holder_for(3, [])
+    holder = demo.state_holder
+    for name in ("update", "capacity", "lock", "session_data", "time_last_used"):
+        assert hasattr(holder, name), f"gradio's StateHolder lost {name!r}"
+    session = holder["a"]
+    session[state._id] = "x"
+    assert holder.capacity == 3 and list(session.state_data.values()) == ["x"]
+    assert [(c, v) for c, v, _ in session.state_components] == [(state, "x")]
+    assert isinstance(gradio_internals.cache_dir(demo), str)
+
+
+def test_a_flood_of_worthless_sessions_evicts_only_worthless_ones_and_frees_them():
+    """Capacity 3: one session worth keeping, then 10 new ones (as 10 raw API calls make): the kept one
+    stays, at most 3 are held, and each evicted session's state went through its delete_callback."""
+    freed = []
+    demo, state = holder_for(3, freed)
+    holder = demo.state_holder
+    gradio_internals.protect_sessions(demo, lambda values: 2 if "precious" in values else 0)
+    holder["visitor"][state._id] = "precious"
+    for i in range(10):
+        holder[f"anon-{i}"][state._id] = f"cheap-{i}"
+    assert "visitor" in holder.session_data and len(holder.session_data) <= 3
+    assert freed == [f"cheap-{i}" for i in range(8)] and "precious" not in freed

@@ -110,18 +110,21 @@ def test_an_expired_run_says_so_at_the_next_step(served):
 # ------------------------------------------------------------------ finding 3: the disk stays bounded
 
 
-def test_a_client_holds_one_export_at_a_time_and_none_once_it_goes(served):
+def test_a_client_holds_one_export_at_a_time_and_none_once_it_goes(served, tmp_path):
     from gradio_client import Client
 
     demo, url = served
     cache = Path(demo.GRADIO_CACHE)
     before = set(cache.glob("specviz-*"))
-    client = Client(url, verbose=False)
+    files_before = set(cache.rglob("specviz-traces.json"))
+    client = Client(url, verbose=False, download_files=str(tmp_path))  # the client's copies go elsewhere
     for _ in range(3):
         client.predict(api_name="/step")
         json_file, csv_file, _ = client.predict(api_name="/traces")
     mine = set(cache.glob("specviz-*")) - before
     assert len(mine) == 1
+    copies = [f for f in cache.rglob("specviz-traces.json") if f not in files_before]
+    assert [f.parent for f in copies] == list(mine)  # served from where it was written: gradio made no copy
     size = sum(f.stat().st_size for f in next(iter(mine)).iterdir())
     assert 0 < size < 200_000  # 3 steps; a 200-token run's export measured ~0.33 MB
     demo.state_holder.delete_state(client.session_hash)  # what expiry, eviction and a closed tab do

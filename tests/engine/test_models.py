@@ -50,7 +50,7 @@ def test_incompatible_tokenizers_name_the_first_differing_id():
 def test_unknown_preset_and_unreachable_hub_id_give_clear_errors():
     with pytest.raises(ModelLoadError, match="unknown preset"):
         load_pair("no-such-preset")
-    with pytest.raises(ModelLoadError, match="could not load the draft model"):
+    with pytest.raises(ModelLoadError, match="could not read the draft model's config 'no-such-org/no-such-model'"):
         load_pair(draft="no-such-org/no-such-model", target="gpt2")
 
 
