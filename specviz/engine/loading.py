@@ -126,12 +126,14 @@ def is_cached(pair: ModelPair) -> bool:
 
 
 def load_pair(preset: str | Preset | None = None, *, draft: str | None = None, target: str | None = None,
-              device: str | None = None, dtype: str | torch.dtype | None = None) -> ModelPair:
+              device: str | None = None, dtype: str | torch.dtype | None = None,
+              timeout: float | None = None) -> ModelPair:
     """Load (once per process; all sessions share the read-only copy) a draft/target pair.
 
     1. A pair in the cache, or still alive elsewhere (a step in flight), is handed out as it is.
-    2. Else one load per key runs in a thread of its own; callers wait at most SPECVIZ_LOAD_TIMEOUT_S
-       (a slow load goes on and is cached when it ends; a waiting caller gets a message, not a hang).
+    2. Else one load per key runs in a thread of its own; a caller waits at most `timeout` seconds (the
+       app passes SPECVIZ_LOAD_TIMEOUT_S; None: as long as it takes). A slow load goes on and is cached
+       when it ends; a caller that stops waiting gets a message, not a hang.
     3. The load checks the pair's size, from its configs, against the device's free memory before any
        weight is read, and enters the cache only once it succeeded: a failed load changes nothing.
     4. Then the least recently used pairs beyond SPECVIZ_MAX_PAIRS per device leave the cache, and
@@ -157,12 +159,11 @@ def load_pair(preset: str | Preset | None = None, *, draft: str | None = None, t
     if start:                                                           # 2.
         threading.Thread(target=_load_into, args=(future, key, spec, dev, dt), daemon=True,
                          name=f"specviz-load-{spec.name}").start()
-    limit = settings.current().load_timeout_s
     try:
-        return future.result(timeout=limit)
+        return future.result(timeout=timeout)
     except FutureTimeout:
         raise ModelLoadError(f"loading the pair {spec.name if spec.name in PRESETS else shown(spec.name)!r} took "
-                             f"longer than {limit} s (SPECVIZ_LOAD_TIMEOUT_S); it goes on in the background: "
+                             f"longer than {timeout:g} s (SPECVIZ_LOAD_TIMEOUT_S); it goes on in the background: "
                              "try again in a while") from None
 
 

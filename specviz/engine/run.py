@@ -41,7 +41,8 @@ class RunSettings:
     device: str | None = None  # None: picked automatically (cuda, mps, cpu)
 
     def load(self) -> ModelPair:
-        return load_pair(self.pair, device=self.device)
+        """The pair from the cache (loaded if need be, waiting at most SPECVIZ_LOAD_TIMEOUT_S)."""
+        return load_pair(self.pair, device=self.device, timeout=current_deployment().load_timeout_s)
 
 
 @dataclass

@@ -184,6 +184,9 @@ def test_the_size_check_counts_what_the_model_cards_publish():
 
 
 def test_a_slow_load_fails_in_time_and_is_cached_when_it_ends(monkeypatch):
+    from specviz.core.config import DecodeConfig
+    from specviz.engine.run import RunSettings
+
     made = []
 
     def slow(spec, device, dtype):
@@ -197,10 +200,10 @@ def test_a_slow_load_fails_in_time_and_is_cached_when_it_ends(monkeypatch):
     slowpoke = presets.Preset("slow/draft", "slow/target", name="slowpoke")
     t0 = time.perf_counter()
     with pytest.raises(presets.ModelLoadError, match="longer than 1 s .SPECVIZ_LOAD_TIMEOUT_S"):
-        loading.load_pair(slowpoke, device="cpu")
+        RunSettings(slowpoke, "KING.", DecodeConfig(), device="cpu").load()  # the app's way: the variable's limit
     assert time.perf_counter() - t0 < 2.0
     with pytest.raises(presets.ModelLoadError):  # a second caller waits on the same load, not a new one
-        loading.load_pair(slowpoke, device="cpu")
+        loading.load_pair(slowpoke, device="cpu", timeout=0.2)
     time.sleep(1.5)
     done = loading.load_pair(slowpoke, device="cpu")
     assert done.name == "slowpoke" and made == ["slowpoke"]
