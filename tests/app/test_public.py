@@ -208,3 +208,29 @@ def test_a_lone_surrogate_becomes_u_fffd(served):
     event, outputs = call(served[1], "step", step_body(prompt="KING.\ud800 Now"))
     timeline = html.unescape(outputs[1])  # a raw call's outputs: the session (null), then the text
     assert event == "complete" and "KING.\ufffd Now" in timeline and "KING.? Now" not in timeline
+
+
+# ------------------------------------------------------------------ findings 1 and 6 on the page itself
+
+
+def test_the_page_offers_only_the_deployments_presets(monkeypatch):
+    from specviz.app.wiring import build_app
+
+    monkeypatch.setenv("SPACE_ID", "someone/specviz")
+    monkeypatch.setenv("SPECVIZ_PRESETS", "gpt2")
+    demo = build_app()
+    dropdown = next(b for b in demo.blocks.values() if getattr(b, "elem_id", None) == "preset")
+    assert [value for _, value in dropdown.choices] == ["shakespeare", "gpt2"]
+
+
+def test_the_pages_integer_fields_do_not_round_what_is_typed():
+    """gr.Number(precision=0) rounded 2.5 to 2 before DecodeConfig saw it; the fields keep what is typed
+    and the model-bound events hand the values over unprocessed, so 2.5 is refused by name."""
+    from specviz.app.wiring import build_app
+
+    demo = build_app()
+    by_id = {getattr(b, "elem_id", None): b for b in demo.blocks.values()}
+    for elem_id in ("seed", "top-k", "view-step", "pg-seed"):
+        assert by_id[elem_id].precision is None, elem_id
+    step = next(fn for fn in demo.fns.values() if fn.api_name == "step")
+    assert step.preprocess is False
