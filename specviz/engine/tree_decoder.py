@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import torch
 
 from ..core import sampling, tree
-from ..core.trace import Candidate, StepRecord, StepTrace, TreeNode, TreeTrace, TreeTry, EmittedToken
+from ..core.trace import Candidate, EmittedToken, StepRecord, StepTrace, TreeNode, TreeTrace, TreeTry
 from .decoders import SpeculativeDecoder, _Drafted, _sync
 
 RESIDUAL_TOP = 5  # tokens shown per residual after a rejected sibling
