@@ -125,8 +125,10 @@ class TreeDecoder(SpeculativeDecoder):
                             as_chain, kept, record)
         # the correction was drawn from the residual after every rejection at its depth, not after one
         trace.correction.residual_probs = [c.final_prob for c in trace.correction.candidates]
+        # the timeline shows the candidates rejected where the round stopped (siblings rejected before an
+        # acceptance are told by the card)
         trace.rejected = [EmittedToken(id=t.token, text=self.pair.token_text(t.token), kind="rejected", step=self.steps)
-                          for t in result.tries if not t.accepted]
+                          for t in (result.levels[-1].tries if not result.bonus else [])]
         trace.drafts = self.config.drafts
         trace.tree = self._tree(target_probs, chains, result)
         return trace
