@@ -18,6 +18,7 @@ from ..core.trace import StepTrace, TreeNode, TreeTry
 from .palette import ACCEPT_COLOUR, BONUS_COLOUR, FINAL_COLOUR, MUTED, REJECT_COLOUR
 
 RANKS = "①②③④⑤⑥⑦⑧"
+CELL = "padding:0 4px; line-height:1.25;"  # compact cells: k <= 4, gamma <= 4 fit one 1280x720 screen
 NODE_STYLE = {  # background, border, text decoration: a shape as well as a colour for each status
     "accepted": ("#e3f4ea", f"3px solid {ACCEPT_COLOUR}", ""),
     "rejected": ("#fbe7e1", f"2px dotted {REJECT_COLOUR}", "line-through"),
@@ -35,7 +36,7 @@ def _esc(text: str) -> str:
 def _track(u: float, chance: float) -> str:
     """u against the accept chance on [0, 1]: the accept zone filled, u a black tick (inline SVG)."""
     return (f'<svg width="90" height="12" role="img" aria-label="u {num(u)} against {num(chance)}" '
-            f'style="vertical-align:middle"><rect x="0" y="1" width="90" height="10" fill="#f6e1d8" stroke="{MUTED}"/>'
+            f'style="display:inline-block; vertical-align:middle"><rect x="0" y="1" width="90" height="10" fill="#f6e1d8" stroke="{MUTED}"/>'
             f'<rect x="0" y="1" width="{90 * chance:.1f}" height="10" fill="{ACCEPT_COLOUR}"/>'
             f'<rect x="{max(0.0, 90 * u - 1.5):.1f}" y="0" width="3" height="12" fill="#000"/></svg>')
 
@@ -51,7 +52,7 @@ def _grid(trace: StepTrace, t: str, d: str) -> str:
     tried = {(x.node): x.rank for x in tree.tries}
     rows = []
     for r, chain in enumerate(order):
-        cells = [f'<td class="muted" style="font-size:80%">chain {chain + 1}</td>']
+        cells = [f'<td class="muted" style="{CELL} font-size:80%">chain {chain + 1}</td>']
         for depth in range(trace.gamma):
             node = node_of[(depth, chain)]
             if r and node_of[(depth, order[r - 1])] is node:
@@ -64,19 +65,19 @@ def _grid(trace: StepTrace, t: str, d: str) -> str:
             share = f' <span class="muted">×{len(node.chains)}</span>' if len(node.chains) > 1 else ""
             cells.append(
                 f'<td rowspan="{span}" class="node {node.status}" data-node="{node.id}" title="{STATUS_WORDS[node.status]}" '
-                f'style="background:{bg}; border:{border}; padding:1px 4px; white-space:nowrap">'
-                f'<code style="text-decoration:{deco}">{_esc(node.text)}</code>{rank}{share}<br>'
+                f'style="{CELL} background:{bg}; border:{border}; white-space:nowrap">'
+                f'<code style="text-decoration:{deco}">{_esc(node.text)}</code>{rank}{share} '
                 f'<span style="font-size:80%">{d} {num(node.draft_prob)} · {t} {num(node.target_prob)}</span></td>')
         rows.append(f"<tr>{''.join(cells)}</tr>")
-    head = "".join(f"<th>depth {i + 1}</th>" for i in range(trace.gamma))
-    return (f'<table class="tree-grid" style="border-collapse:separate; border-spacing:2px"><tr><th></th>{head}</tr>'
-            f'{"".join(rows)}</table>')
+    head = "".join(f'<th style="{CELL}">depth {i + 1}</th>' for i in range(trace.gamma))
+    return (f'<table class="tree-grid" style="border-collapse:separate; border-spacing:2px; margin:2px 0">'
+            f'<tr><th style="{CELL}"></th>{head}</tr>{"".join(rows)}</table>')
 
 
 def _residual_note(x: TreeTry, t: str, d: str) -> str:
     """After a rejection: how p changed (before → after on its top tokens), the next one's yardstick."""
     moved = " ".join(f'<code>{_esc(c.text)}</code> {num(c.target_prob)}→<b>{num(c.final_prob)}</b>' for c in x.residual[:4])
-    return (f'<tr class="residual"><td></td><td colspan="4" style="font-size:85%; color:{FINAL_COLOUR}">↳ {t} becomes '
+    return (f'<tr class="residual"><td style="{CELL}"></td><td colspan="3" style="{CELL} font-size:85%; color:{FINAL_COLOUR}">↳ {t} becomes '
             f'norm(max(0, {t} − {d})): {moved}; the next candidate here is judged against this</td></tr>')
 
 
@@ -89,10 +90,11 @@ def _try_row(x: TreeTry, trace: StepTrace, t: str, d: str) -> str:
     else:
         cmp = "&lt;" if x.verdict == "accepted" else "≥"
         current = f"current {t}" if x.rank else t
-        test = (f'{current}(x) {num(x.target_prob)}, {d}(x) {num(x.draft_prob)}: {_track(x.uniform, x.accept_prob)} '
+        test = (f'{current}(x) {num(x.target_prob)}, {d}(x) {num(x.draft_prob)} {_track(x.uniform, x.accept_prob)} '
                 f'u = {num(x.uniform)} {cmp} {num(x.accept_prob)}')
-    row = (f'<tr class="try {x.verdict}" data-depth="{x.depth}" data-rank="{x.rank}"><td>{x.depth + 1}</td>'
-           f'<td>{token}</td><td>{test}</td><td>{verdict}</td></tr>')
+    row = (f'<tr class="try {x.verdict}" data-depth="{x.depth}" data-rank="{x.rank}"><td style="{CELL}">{x.depth + 1}'
+           f'</td><td style="{CELL} white-space:nowrap">{token}</td><td style="{CELL} white-space:nowrap">{test}</td>'
+           f'<td style="{CELL}">{verdict}</td></tr>')
     return row + (_residual_note(x, t, d) if x.verdict == "rejected" and x.residual and not trace.greedy else "")
 
 
@@ -103,8 +105,9 @@ def _correction(trace: StepTrace, t: str) -> str:
         colour = BONUS_COLOUR
     else:
         n = sum(x.depth == c.position for x in trace.tree.tries)
-        head = (f'all {n} candidate{"s" if n != 1 else ""} at depth {c.position + 1} were rejected: <b>resampled</b> '
-                f'<code>{_esc(c.text)}</code> from the residual left after the last rejection')
+        which = f"all {n} candidates at depth {c.position + 1} were" if n > 1 else f"the only candidate at depth {c.position + 1} was"
+        head = (f'{which} rejected: <b>resampled</b> <code>{_esc(c.text)}</code> from the residual left after the last '
+                f'rejection')
         colour = FINAL_COLOUR
     top = sorted(c.candidates, key=lambda x: -x.final_prob)[:4]
     chosen = f' style="outline:2px solid {colour}; padding:0 2px"'
@@ -129,16 +132,18 @@ def tree_step_card(trace: StepTrace, notation: str = "leviathan", total_steps: i
     viewing = f' (viewing; latest is {total_steps})' if total_steps and trace.step != total_steps else ""
     mode = "greedy (T = 0)" if trace.greedy else "exact"
     rows = "".join(_try_row(x, trace, t, d) for x in trace.tree.tries)
-    return (f'<div class="card tree-card" data-drafts="{trace.drafts}"><div class="card-head"><b>Step {trace.step}</b>'
-            f'{viewing} · γ = {trace.gamma} · k = {trace.drafts} drafts <span class="badge">{mode}</span> · '
-            f'{len(trace.emitted)} token{"s" if len(trace.emitted) != 1 else ""} from one target pass</div>'
+    head = "".join(f'<th style="{CELL}">{x}</th>' for x in ("depth", "tried", f"accept if u &lt; min(1, {t}/{d})", "verdict"))
+    return (f'<div class="card tree-card" data-drafts="{trace.drafts}" style="font-size:14px; line-height:1.3">'
+            f'<div class="card-head"><b>Step {trace.step}</b>{viewing} · γ = {trace.gamma} · k = {trace.drafts} drafts '
+            f'<span class="badge">{mode}</span> · {len(trace.emitted)} token{"s" if len(trace.emitted) != 1 else ""} '
+            f'from one target pass</div>'
             f'<div class="round-summary" style="margin:2px 0">{html.escape(round_summary(trace))}</div>'
-            f'<div class="phase"><b>1. Draft</b> — {trace.drafts} chains sampled independently (one batched draft '
-            f'forward per depth); chains that agree so far share a node. Green: the accepted path.</div>{_grid(trace, t, d)}'
-            f'<div class="phase"><b>2. Verify</b> — at each depth the surviving chains\' tokens are tried in a random '
-            f'order, each against the <i>current</i> {t}; a rejection replaces {t} by its residual.</div>'
-            f'<table class="verify tree-tries"><tr><th>depth</th><th>tried</th><th>accept if u &lt; min(1, {t}/{d})</th>'
-            f'<th>verdict</th></tr>{rows}</table>{_correction(trace, t)}</div>')
+            f'<div class="phase"><b>1. Draft</b> — {trace.drafts} independent chains, one batched draft forward per '
+            f'depth; chains that agree so far share a node (green: the accepted path, ① the order tried)</div>'
+            f'{_grid(trace, t, d)}'
+            f'<div class="phase"><b>2. Verify</b> — one target pass scored every node; at each depth the surviving '
+            f'chains\' tokens are tried in a random order, each against the <i>current</i> {t}</div>'
+            f'<table class="verify tree-tries" style="margin:2px 0"><tr>{head}</tr>{rows}</table>{_correction(trace, t)}</div>')
 
 
 def tree_narration(trace: StepTrace, notation: str = "leviathan") -> str:
