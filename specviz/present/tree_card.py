@@ -74,14 +74,16 @@ def _grid(trace: StepTrace, t: str, d: str) -> str:
             f'<tr><th style="{CELL}"></th>{head}</tr>{"".join(rows)}</table>')
 
 
-def _residual_note(x: TreeTry, t: str, d: str) -> str:
+def _residual_note(x: TreeTry, t: str, d: str, last: bool) -> str:
     """After a rejection: how p changed (before → after on its top tokens), the next one's yardstick."""
-    moved = " ".join(f'<code>{_esc(c.text)}</code> {num(c.target_prob)}→<b>{num(c.final_prob)}</b>' for c in x.residual[:4])
+    then = "the correction is drawn from this" if last else "the next sibling is judged against this"
+    moved = " ".join(f'<code>{_esc(c.text)}</code> {num(c.target_prob)}→<b>{num(c.final_prob)}</b>' for c in x.residual[:3])
     return (f'<tr class="residual"><td style="{CELL}"></td><td colspan="3" style="{CELL} font-size:85%; color:{FINAL_COLOUR}">↳ {t} becomes '
-            f'norm(max(0, {t} − {d})): {moved}; the next candidate here is judged against this</td></tr>')
+            f'norm(max(0, {t} − {d})): {moved} … {then}</td></tr>')
 
 
 def _try_row(x: TreeTry, trace: StepTrace, t: str, d: str) -> str:
+    last = not any(y.depth == x.depth and y.rank == x.rank + 1 for y in trace.tree.tries)
     colour = ACCEPT_COLOUR if x.verdict == "accepted" else REJECT_COLOUR
     verdict = f'<b style="color:{colour}; white-space:nowrap">{"✓" if x.verdict == "accepted" else "✗"} {x.verdict}</b>'
     token = f'{RANKS[x.rank]} <code>{_esc(x.text)}</code> <span class="muted">chain {x.chain + 1}</span>'
@@ -95,7 +97,7 @@ def _try_row(x: TreeTry, trace: StepTrace, t: str, d: str) -> str:
     row = (f'<tr class="try {x.verdict}" data-depth="{x.depth}" data-rank="{x.rank}"><td style="{CELL}">{x.depth + 1}'
            f'</td><td style="{CELL} white-space:nowrap">{token}</td><td style="{CELL} white-space:nowrap">{test}</td>'
            f'<td style="{CELL}">{verdict}</td></tr>')
-    return row + (_residual_note(x, t, d) if x.verdict == "rejected" and x.residual and not trace.greedy else "")
+    return row + (_residual_note(x, t, d, last) if x.verdict == "rejected" and x.residual and not trace.greedy else "")
 
 
 def _correction(trace: StepTrace, t: str) -> str:
@@ -110,6 +112,8 @@ def _correction(trace: StepTrace, t: str) -> str:
                 f'rejection')
         colour = FINAL_COLOUR
     top = sorted(c.candidates, key=lambda x: -x.final_prob)[:4]
+    if all(x.id != c.token for x in top):  # the drawn token is always shown
+        top = top[:3] + [x for x in c.candidates if x.id == c.token]
     chosen = f' style="outline:2px solid {colour}; padding:0 2px"'
     options = " ".join(f'<span{chosen if x.id == c.token else ""}><code>{_esc(x.text)}</code> {num(x.final_prob)}'
                        f'{" ◀" if x.id == c.token else ""}</span>' for x in top)
