@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import gradio as gr
 
 from ..core import playground
-from ..core.config import GAMMA_MAX, GAMMA_MIN, TOP_K_OFF, TOP_P_OFF
+from ..core.config import DRAFTS_MAX, DRAFTS_MIN, GAMMA_MAX, GAMMA_MIN, TOP_K_OFF, TOP_P_OFF
 from ..core.notation import NOTATIONS
 from ..engine.presets import PRESETS, default_preset, offered_presets
 from ..present import render
@@ -62,6 +62,7 @@ class Page:
     traces_json: object
     pg: object
     timer: object
+    drafts: object = None   # several drafts at once (#drafts)
 
     __hash__ = object.__hash__
 
@@ -86,6 +87,8 @@ def build_layout() -> Page:
                 preset = gr.Dropdown(label="Model pair", choices=[(f"{k}: {PRESETS[k].description}", k) for k in offered_presets()],
                                      value=preset0, elem_id="preset")
                 gamma = gr.Slider(GAMMA_MIN, GAMMA_MAX, value=4, step=1, label="γ: tokens drafted per step", elem_id="gamma")
+                drafts = gr.Slider(DRAFTS_MIN, DRAFTS_MAX, value=1, step=1, elem_id="drafts",
+                                   label="k: drafts per step (> 1: k chains verified as a token tree)")
                 temperature = gr.Slider(0, 2, value=1.0, step=0.05, label="temperature (0 = greedy)", elem_id="temperature")
                 kl_budget = gr.Slider(0, 2, value=0.0, step=0.01, elem_id="kl-budget",
                                       label="KL budget (0 = exact; > 0 = mentored decoding, LOSSY)")
@@ -136,7 +139,21 @@ def build_layout() -> Page:
                     traces_json = gr.JSON(visible=False, elem_id="traces-json")
         pg = playground_tab()
         timer = gr.Timer(0.8, active=False)
-        return Page(session=session, step_btn=step_btn, play_btn=play_btn, reset_btn=reset_btn, message=message, prompt=prompt, example=example, preset=preset, gamma=gamma, temperature=temperature, kl_budget=kl_budget, notation=notation, top_k=top_k, top_p=top_p, seed=seed, max_new=max_new, speed=speed, draft_model=draft_model, target_model=target_model, header=header, step_card=step_card, timeline=timeline, show_rejected=show_rejected, view_step=view_step, counters=counters, narration=narration, pq_plot=pq_plot, uniform_plot=uniform_plot, residual_plot=residual_plot, history_plot=history_plot, analytics=analytics, analytics_plot=analytics_plot, rejections=rejections, most_rejected=most_rejected, sweep_btn=sweep_btn, sweep_plot=sweep_plot, export_btn=export_btn, json_file=json_file, csv_file=csv_file, traces_json=traces_json, pg=pg, timer=timer)
+        return Page(session=session, step_btn=step_btn, play_btn=play_btn, reset_btn=reset_btn, message=message, prompt=prompt, example=example, preset=preset, gamma=gamma, temperature=temperature, kl_budget=kl_budget, notation=notation, top_k=top_k, top_p=top_p, seed=seed, max_new=max_new, speed=speed, draft_model=draft_model, target_model=target_model, header=header, step_card=step_card, timeline=timeline, show_rejected=show_rejected, view_step=view_step, counters=counters, narration=narration, pq_plot=pq_plot, uniform_plot=uniform_plot, residual_plot=residual_plot, history_plot=history_plot, analytics=analytics, analytics_plot=analytics_plot, rejections=rejections, most_rejected=most_rejected, sweep_btn=sweep_btn, sweep_plot=sweep_plot, export_btn=export_btn, json_file=json_file, csv_file=csv_file, traces_json=traces_json, pg=pg, timer=timer, drafts=drafts)
+
+
+def playground_drafts_section() -> dict:
+    """Several drafts at once on the same toy p and q: the exact rule, the merged shortcut, acceptance vs k."""
+    gr.Markdown("### Several drafts at once\nk candidates drawn independently from the draft, tried in a random order; "
+                "after each rejection the target's distribution becomes the residual norm(max(0, p − q)) and the next "
+                "candidate is judged against it. Merging identical candidates into one try looks harmless and is not.")
+    with gr.Row():
+        k = gr.Slider(1, DRAFTS_MAX, value=2, step=1, label="k: drafts", elem_id="pg-drafts")
+        run = gr.Button("Run the rounds with k drafts", elem_id="pg-drafts-run")
+    histogram = gr.Plot(show_label=False, elem_id="pg-drafts-histogram")
+    summary = gr.Markdown(elem_id="pg-drafts-summary")
+    acceptance = gr.Plot(show_label=False, elem_id="pg-drafts-acceptance")
+    return dict(drafts=k, drafts_run=run, drafts_histogram=histogram, drafts_summary=summary, drafts_acceptance=acceptance)
 
 
 def playground_tab() -> dict:
@@ -164,5 +181,6 @@ def playground_tab() -> dict:
         summary = gr.Markdown(elem_id="pg-summary")
         kl = gr.Slider(0, 1, value=0.1, step=0.01, label="mentored decoding: KL budget (nats)", elem_id="pg-kl")
         mentored = gr.Plot(show_label=False, elem_id="pg-mentored")
-    return dict(preset=preset, tokens=tokens, target=target, draft=draft, message=message, decomposition=decomposition,
+        drafts = playground_drafts_section()
+    return dict(**drafts, preset=preset, tokens=tokens, target=target, draft=draft, message=message, decomposition=decomposition,
                 samples=samples, seed=seed, run=run, histogram=histogram, summary=summary, kl=kl, mentored=mentored)

@@ -12,7 +12,7 @@ from ..core import playground
 from ..engine.presets import PRESETS
 from ..engine.settings import current as current_deployment
 from ..present import render
-from ..present.views import View, export_files, playground_run, playground_view, sweep_view
+from ..present.views import View, export_files, playground_drafts_run, playground_run, playground_view, sweep_view
 from .gradio_internals import cache_dir, forget_tab
 from .handlers import (adopt, intro, play_handler, reset_handler, step_handler, stop_handler, tick_handler,
                        view_handler)
@@ -44,7 +44,8 @@ def wire(demo: gr.Blocks, page: Page) -> None:
         page.rejections, page.most_rejected, page.sweep_btn, page.sweep_plot, page.export_btn, page.json_file,
         page.csv_file, page.traces_json, page.pg, page.timer)
 
-    knobs = [preset, prompt, gamma, temperature, top_k, top_p, kl_budget, seed, max_new, draft_model, target_model]
+    knobs = [preset, prompt, gamma, temperature, top_k, top_p, kl_budget, seed, max_new, draft_model, target_model,
+             page.drafts]  # drafts last: positional /step calls of older clients keep their meaning
     view_outputs = View(timeline, step_card, counters, narration, pq_plot, uniform_plot, residual_plot,
                         history_plot, view_step, message, analytics, analytics_plot, rejections, most_rejected)
 
@@ -55,9 +56,9 @@ def wire(demo: gr.Blocks, page: Page) -> None:
         return {timer: gr.Timer(active=playing), play_btn: gr.Button(value="Pause" if playing else "Play")}
 
     def on_step(session_state, notation, preset, prompt, gamma, temperature, top_k, top_p, kl_budget, seed,
-            max_new_tokens, draft_model, target_model, request: gr.Request):  # the names are the /step API's parameters
+            max_new_tokens, draft_model, target_model, drafts=1, request: gr.Request = None):  # the /step API's parameters
         s, view = step_handler(adopt(session_state, request.session_hash), notation, preset, prompt, gamma, temperature,
-                   top_k, top_p, kl_budget, seed, max_new_tokens, draft_model, target_model)
+                   top_k, top_p, kl_budget, seed, max_new_tokens, draft_model, target_model, drafts)
         return {session: s, **updates(view)}
 
     def on_tick(s, n, preset, prompt, gamma, temperature, top_k, top_p, kl_budget, seed, max_new_tokens, draft_model,
@@ -149,6 +150,13 @@ def wire_playground(pg: dict, notation, light: dict, demo: gr.Blocks) -> None:
           on_edit, edits, [pg["decomposition"], pg["mentored"], pg["message"]], **light)
     pg["run"].click(on_run, [pg["tokens"], pg["target"], pg["draft"], pg["samples"], pg["seed"], notation],
                     [pg["histogram"], pg["summary"], pg["message"]], **light)
+    def on_drafts_run(tokens, target, draft, k, samples, seed, n):
+        histogram, acceptance, summary, status = playground_drafts_run(tokens, target, draft, k, samples, seed, n)
+        return histogram or gr.skip(), acceptance or gr.skip(), summary, render.message_html(status)
+
+    pg["drafts_run"].click(on_drafts_run, [pg["tokens"], pg["target"], pg["draft"], pg["drafts"], pg["samples"],
+                                           pg["seed"], notation],
+                           [pg["drafts_histogram"], pg["drafts_acceptance"], pg["drafts_summary"], pg["message"]], **light)
     gr.api(playground_endpoint, api_name="playground", concurrency_limit=current_deployment().concurrency)
 
 

@@ -5,6 +5,7 @@ import math
 from dataclasses import dataclass
 
 GAMMA_MIN, GAMMA_MAX = 1, 16          # tokens drafted per step
+DRAFTS_MIN, DRAFTS_MAX = 1, 8         # chains drafted per step (core.tree: several drafts at once)
 MAX_NEW_TOKENS = 4096
 TEMPERATURE_MAX = 100.0
 TOP_K_OFF, TOP_P_OFF = 0, 1.0         # the values the UI and CLI use for "no top-k / top-p"
@@ -37,6 +38,7 @@ class DecodeConfig:
     seed: int = 0
     trace_top_k: int = 10         # bars per figure
     record: bool = True           # build a StepTrace per step (the benchmark's lean loop turns it off)
+    drafts: int = 1               # k chains drafted per step and verified as a token tree; 1: the single chain
 
     def __post_init__(self):
         gamma = _whole("gamma", self.gamma)
@@ -56,8 +58,14 @@ class DecodeConfig:
             raise ValueError(f"seed must be a whole number >= 0, not {self.seed!r}")
         if not 1 <= _whole("trace_top_k", self.trace_top_k) <= 50:
             raise ValueError(f"trace_top_k must be in 1..50, not {self.trace_top_k!r}")
+        if not DRAFTS_MIN <= _whole("drafts", self.drafts) <= DRAFTS_MAX:
+            raise ValueError(f"drafts must be a whole number in {DRAFTS_MIN}..{DRAFTS_MAX}, not {self.drafts!r}")
+        if self.drafts > 1 and self.kl_budget > 0:
+            # mentored decoding's plan is a one-candidate rule; no tree version is proven here
+            raise ValueError(f"drafts > 1 needs kl_budget = 0: several drafts are verified by the exact rule only "
+                             f"(got drafts={self.drafts!r}, kl_budget={self.kl_budget!r})")
         # whole-number floats (4.0 from a slider) become ints, so equal settings compare equal
-        for name in ("gamma", "max_new_tokens", "seed", "trace_top_k"):
+        for name in ("gamma", "max_new_tokens", "seed", "trace_top_k", "drafts"):
             object.__setattr__(self, name, int(getattr(self, name)))
         if self.top_k is not None:
             object.__setattr__(self, "top_k", int(self.top_k))

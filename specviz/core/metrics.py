@@ -16,6 +16,14 @@ Acceptance (no timing needed)
   tokens_per_target_call   tokens / target forwards (one per step, so equal to mean_acceptance_length);
   expected_tokens_per_target_call      (1 - alpha^(gamma+1)) / (1 - alpha) (Leviathan Eq. 1).
 
+Several drafts (k chains per step; with k = 1 every level has one try and these restate the above)
+  drafts                   the largest k among the records.
+  acceptance_by_depth      for each depth d, the share of steps that examined depth d and accepted a
+                           token there (with one chain: per-position acceptance among tested drafts).
+  acceptance_by_rank       for each sibling rank r (0 = tried first at its depth), the share of tries
+                           of rank r that were accepted: how much the 2nd, 3rd... candidate still adds.
+  tries_by_rank            how many tries of each rank there were (the denominators).
+
 Timing (needs the baseline; `None` until both sides ran)
   speedup                  tokens/s speculative over tokens/s target-only, from this run's wall times;
   speedup_stderr           its standard error (delta method over per-step and per-forward times);
@@ -86,8 +94,26 @@ def metric_set(records: Sequence[StepRecord], baseline_call_s: Sequence[float] =
         "expected_tokens_per_target_call": theory.expected_tokens_per_target_call(alpha, gamma) if steps else 0.0,
         "wall_s": sum(r.step_s for r in records),
     }
+    out.update(_by_depth_and_rank(records, gamma))
     out.update(_timing(records, baseline_call_s, alpha, gamma))
     return out
+
+
+def _by_depth_and_rank(records: Sequence[StepRecord], gamma: int) -> dict:
+    drafts = max((getattr(r, "drafts", 1) for r in records), default=1)
+    examined, accepted = [0] * gamma, [0] * gamma
+    tries, kept = [0] * drafts, [0] * drafts
+    for r in records:
+        level_tries = tuple(getattr(r, "level_tries", ())) or (1,) * r.n_examined
+        for depth, n in enumerate(level_tries):
+            hit = depth < r.n_accepted  # the last try of an accepted level is the accepted one
+            examined[depth] += 1
+            accepted[depth] += hit
+            for rank in range(n):
+                tries[rank] += 1
+                kept[rank] += hit and rank == n - 1
+    return {"drafts": drafts, "acceptance_by_depth": [_ratio(a, e) for a, e in zip(accepted, examined)],
+            "acceptance_by_rank": [_ratio(a, t) for a, t in zip(kept, tries)], "tries_by_rank": tries}
 
 
 def _timing(records: Sequence[StepRecord], calls: Sequence[float], alpha: float, gamma: int) -> dict:

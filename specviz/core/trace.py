@@ -78,6 +78,56 @@ class StepRecord:
     draft_s: float          # wall time of the gamma draft forwards
     target_s: float         # wall time of the one target forward over gamma + 1 positions
     step_s: float           # the whole step: draft, verify and correct
+    drafts: int = 1         # k chains drafted (several drafts at once); gamma stays the draft forwards per step
+    level_tries: tuple = ()  # drafts > 1: candidates tried at each examined depth (the last one accepted,
+                            # except at the depth of the correction); () for the single chain (one each)
+
+
+@dataclass
+class TreeNode:
+    """A drafted token of the token tree: chains that drafted the same tokens so far share a node."""
+    id: int
+    parent: int             # -1: a child of the pending token (depth 0)
+    depth: int
+    token: int
+    text: str
+    chains: list[int]       # the chains through this node
+    draft_prob: float       # q(x) at the parent
+    target_prob: float      # p(x) at the parent, before any rejection there
+    status: str             # "accepted" | "rejected" | "untried" (a sibling was accepted first) | "unexamined"
+
+
+@dataclass
+class TreeTry:
+    """One candidate judged, in the order tried at its depth."""
+    depth: int
+    rank: int               # 0 = tried first at this depth
+    node: int
+    chain: int
+    token: int
+    text: str
+    target_prob: float      # the current p(x): after the residual updates of earlier rejections here
+    draft_prob: float       # q(x)
+    accept_prob: float      # min(1, current p(x) / q(x))
+    uniform: float
+    verdict: str            # "accepted" | "rejected"
+    residual: list[Candidate] = field(default_factory=list)  # rejected: p before (target_prob) and after
+    residual_other: float = 0.0                              # (final_prob) this rejection, on its top tokens
+
+
+@dataclass
+class TreeTrace:
+    """Several drafts at once: the tree, the tries in order, the accepted path."""
+    drafts: int
+    nodes: list[TreeNode]
+    tries: list[TreeTry]
+    path: list[int]         # node ids of the accepted tokens, depth 0 first
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "TreeTrace":
+        tries = [TreeTry(**{**t, "residual": [Candidate(**c) for c in t.get("residual", [])]}) for t in data["tries"]]
+        return cls(drafts=data["drafts"], nodes=[TreeNode(**n) for n in data["nodes"]], tries=tries,
+                   path=list(data["path"]))
 
 
 @dataclass
@@ -98,6 +148,8 @@ class StepTrace:
     finished: bool = False
     notice: str = ""
     rejected: list[EmittedToken] = field(default_factory=list)  # draft tokens thrown away this step
+    drafts: int = 1         # k chains; > 1: `tree` tells the step, `positions` follow the accepted chain
+    tree: TreeTrace | None = None
 
     @property
     def greedy(self) -> bool:
@@ -105,7 +157,15 @@ class StepTrace:
         return self.temperature == 0
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        """Plain data; a single-chain step (drafts = 1) leaves the tree fields out, as before they existed."""
+        data = asdict(self)
+        if self.drafts == 1:
+            for key in ("drafts", "tree"):
+                data.pop(key)
+            if data["record"]:
+                for key in ("drafts", "level_tries"):
+                    data["record"].pop(key)
+        return data
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict())
@@ -121,5 +181,7 @@ class StepTrace:
         data["emitted"] = [EmittedToken(**e) for e in data["emitted"]]
         data["rejected"] = [EmittedToken(**e) for e in data.get("rejected", [])]
         data["counters"] = Counters(**data["counters"])
-        data["record"] = StepRecord(**data["record"]) if data.get("record") else None
+        data["record"] = (StepRecord(**{**data["record"], "level_tries": tuple(data["record"].get("level_tries", ()))})
+                          if data.get("record") else None)
+        data["tree"] = TreeTrace.from_dict(data["tree"]) if data.get("tree") else None
         return cls(**data)

@@ -17,6 +17,7 @@ class CachedModel:
         self.cache = None
         self.seen = 0  # tokens whose keys/values are in the cache
         self.calls = 0
+        self.rows = 1  # batch rows the cache holds: k while several drafts are scored, else 1
 
     @torch.inference_mode()
     def forward(self, new_ids: list[int], keep: int = 0) -> torch.Tensor:
@@ -32,6 +33,33 @@ class CachedModel:
         """Fill the cache with ids; only the last position's logits are computed (and dropped)."""
         if ids:
             self.forward(ids, keep=1)
+
+    @torch.inference_mode()
+    def forward_rows(self, rows: list[list[int]], keep: int = 0) -> torch.Tensor:
+        """Logits [k, n, V] for k rows of n new ids each over the cache's k copies (see `expand`)."""
+        ids = torch.tensor(rows, device=self.model.device)  # [k, n]
+        if self.cache is not None and self.seen and self.rows != ids.shape[0]:
+            raise ValueError(f"the cache holds {self.rows} rows, not {ids.shape[0]}: expand it first")
+        mask = torch.ones(ids.shape[0], self.seen + ids.shape[1], dtype=torch.long, device=ids.device)  # no padding
+        out = self.model(input_ids=ids, attention_mask=mask, past_key_values=self.cache, use_cache=True,
+                         logits_to_keep=keep)
+        self.cache = out.past_key_values
+        self.seen += ids.shape[1]
+        self.calls += 1
+        self.rows = ids.shape[0]
+        return out.logits[:, :, : self.vocab_size]
+
+    def expand(self, rows: int) -> None:
+        """Copy the (one-row) cache into `rows` rows that share its prefix, for batched drafts."""
+        if self.cache is not None and self.rows == 1 and rows > 1:
+            self.cache.batch_repeat_interleave(rows)
+            self.rows = rows
+
+    def keep_row(self, row: int) -> None:
+        """Keep only row `row` of a batched cache (the accepted chain's): back to one row."""
+        if self.cache is not None and self.rows > 1:
+            self.cache.batch_select_indices(torch.tensor([row], device=self.model.device))
+        self.rows = 1
 
     def crop_to(self, length: int) -> None:
         """Forget every position from `length` on (after a rejection): the cache keeps its first `length`."""

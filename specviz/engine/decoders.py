@@ -184,7 +184,16 @@ class _Drafted:
 
 
 class SpeculativeDecoder(_Decoder):
-    """Speculative sampling (kl_budget = 0) or mentored decoding (kl_budget > 0), one round per step()."""
+    """Speculative sampling (kl_budget = 0) or mentored decoding (kl_budget > 0), one round per step().
+
+    With config.drafts > 1 the constructor returns a `tree_decoder.TreeDecoder` (several drafts at once)."""
+
+    def __new__(cls, pair=None, prompt=None, config=None, **_):
+        if cls is SpeculativeDecoder and isinstance(config, DecodeConfig) and config.drafts > 1:
+            from .tree_decoder import TreeDecoder  # imported here: it builds on this module
+
+            cls = TreeDecoder
+        return super().__new__(cls)
 
     def __init__(self, pair: ModelPair, prompt: str, config: DecodeConfig, *, resume: DecoderState | None = None):
         super().__init__(pair, prompt, config, resume=resume)

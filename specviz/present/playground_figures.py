@@ -38,13 +38,15 @@ VARIANT_STYLE = {
 }
 
 
-def histogram_figure(results: list[dict], tokens: list[str], notation: str = "leviathan") -> go.Figure:
-    """Monte Carlo frequencies of each rule beside the target, with chi-square p-values."""
+def histogram_figure(results: list[dict], tokens: list[str], notation: str = "leviathan", styles: dict | None = None,
+                     title: str | None = None) -> go.Figure:
+    """Monte Carlo frequencies of each rule beside the target, with chi-square p-values (styles: by variant)."""
+    styles = VARIANT_STYLE if styles is None else styles
     t, _ = letters(notation)
     x = token_labels(tokens)
     data = []
     for r in results:
-        name, colour, shape = VARIANT_STYLE[r["variant"]]
+        name, colour, shape = styles[r["variant"]]
         marker = {"color": colour} if not shape else {"color": "white", "line": {"color": colour, "width": 2},
                                                        "pattern": {"shape": shape, "fgcolor": colour, "solidity": 0.45}}
         data.append({"type": "bar", "x": x, "y": r["frequencies"], "name": f"{name} (p-value {p_value_text(r['p_value'])})",
@@ -53,7 +55,7 @@ def histogram_figure(results: list[dict], tokens: list[str], notation: str = "le
         data.append({"type": "scatter", "x": x, "y": results[0]["expected"], "mode": "markers", "name": f"target {t}",
                      "marker": {"symbol": "line-ew-open", "size": 26, "color": OVERLAP_COLOUR, "line": {"width": 3}}})
     n = results[0]["samples"] if results else 0
-    title = f"{n:,} rounds per rule: observed frequencies against {t} (chi-square p-value: small = biased)"
+    title = title or f"{n:,} rounds per rule: observed frequencies against {t} (chi-square p-value: small = biased)"
     return plain_figure(data, base_layout(title, 400, barmode="group", yaxis={"rangemode": "tozero", "title": {"text": "frequency"}},
                                  xaxis={"type": "category"}))
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from ..core.metrics import MIN_TIMED
 from ..core.notation import letters, num, show
 from ..core.trace import PositionTrace, StepTrace
+from . import tree_card
 from .palette import ACCEPT_COLOUR, BONUS_COLOUR, DRAFT_COLOUR, FINAL_COLOUR, MUTED, REJECT_COLOUR, TARGET_COLOUR
 
 VERDICT_STYLE = {  # symbol, colour, underline: the underline's style survives greyscale and colour blindness
@@ -118,6 +119,8 @@ def step_card(trace: StepTrace | None, notation: str = "leviathan", total_steps:
     if trace is None:
         return ('<div class="card empty">Press <b>Step</b> (or the <kbd>s</kbd> key) to run one round: the draft '
                 'proposes γ tokens, the target checks them all in one pass, and one token is corrected or added.</div>')
+    if getattr(trace, "tree", None) is not None:  # several drafts: the tree card (present/tree_card.py)
+        return tree_card.tree_step_card(trace, notation, total_steps)
     t, d = letters(notation)
     mode = ('<span class="badge lossy">LOSSY: mentored decoding, KL budget '
             f'{trace.kl_budget:g}</span>' if trace.kl_budget > 0 else
@@ -145,6 +148,8 @@ def narration(trace: StepTrace | None, notation: str = "leviathan") -> str:
     """A plain-language account of the step, in the algorithm's order (Markdown)."""
     if trace is None:
         return "*Nothing yet: press **Step**.*"
+    if getattr(trace, "tree", None) is not None:
+        return tree_card.tree_narration(trace, notation)
     t, d = letters(notation)
     drafted = ", ".join(f"“{show(p.draft_text)}” ({d} = {num(p.draft_prob)})" for p in trace.positions)
     lines = [f"#### Step {trace.step}", f"**1. Draft:** the draft model proposed {trace.gamma} tokens: {drafted}.",
@@ -255,7 +260,7 @@ def analytics_html(m: dict) -> str:
     rows += (f"<tr><td>per-position acceptance (vLLM)</td><td><b>{per_position}</b></td>"
              f"<td class=muted>share of steps that accepted drafted position 1, 2, …</td></tr>"
              f"<tr><td>acceptance-length histogram</td><td><b>{histogram}</b></td>"
-             f"<td class=muted>steps by number of drafts accepted</td></tr>")
+             f"<td class=muted>steps by number of drafts accepted</td></tr>") + tree_card.tree_metric_rows(m)
     return f'<table class="analytics">{rows}</table>'
 
 

@@ -110,11 +110,12 @@ def _text(name: str, value) -> str:
 
 
 def settings_from(preset, prompt, gamma, temperature, top_k, top_p, kl_budget, seed, max_new_tokens,
-                  draft_model: str = "", target_model: str = "") -> RunSettings:
+                  draft_model: str = "", target_model: str = "", drafts=1) -> RunSettings:
     """The page's knobs as RunSettings; bad values raise ValueError / ModelLoadError naming the knob.
     Draft and target model fields, when both are filled, replace the preset (see models.custom_pair)."""
     config = DecodeConfig.from_knobs(gamma=gamma, temperature=temperature, top_k=top_k, top_p=top_p,
-                                     kl_budget=kl_budget, max_new_tokens=max_new_tokens, seed=seed)
+                                     kl_budget=kl_budget, max_new_tokens=max_new_tokens, seed=seed,
+                                     drafts=1 if drafts is None else drafts)
     if config.max_new_tokens > PAGE_MAX_NEW_TOKENS:
         raise ValueError(f"max_new_tokens must be a whole number in 1..{PAGE_MAX_NEW_TOKENS} here, "
                          f"not {max_new_tokens!r} (the command line goes further)")
@@ -169,6 +170,31 @@ def playground_run(tokens: str, target: str, draft: str, samples: int, seed: int
     summary = (f"Acceptance rate measured {results[0]['acceptance_rate']:.4f}, expected Σmin = "
                f"{results[0]['expected_acceptance_rate']:.4f}.\n\n| rule | chi-square p-value | largest gap ∣obs − p∣ | verdict |\n|---|---|---|---|\n{rows}")
     return playground_figures.histogram_figure(results, playground_tokens(tokens, len(p)), notation), summary, Status()
+
+
+def playground_drafts_run(tokens: str, target: str, draft: str, drafts: int, samples: int, seed: int, notation: str):
+    """Several drafts: (histogram of the exact rule and the merged shortcut, acceptance-vs-k figure, summary, status)."""
+    from ..core import playground_drafts
+    from . import drafts_figures
+
+    try:
+        p, _ = playground.check_pair(target, draft)
+        k = int(drafts) if isinstance(drafts, float) and drafts.is_integer() else drafts
+        results = [playground_drafts.simulate_drafts(target, draft, k, samples, v, int(seed))
+                   for v in playground_drafts.DRAFT_VARIANTS]
+        curve = playground_drafts.acceptance_curve(target, draft)
+    except (ValueError, TypeError) as err:
+        return None, None, "", Status("error", str(err))
+    exact, merged = results
+    verdict = (lambda r: "consistent with the target" if r["p_value"] > 1e-3 else "**biased**: rejected at 1e-3")
+    summary = (f"k = {k}: one level accepts a candidate {exact['acceptance_rate']:.4f} of the time (closed form "
+               f"{exact['expected_acceptance_rate']:.4f}; one draft: 1 − TV = {curve['one_minus_tv']:.4f}).\n\n"
+               f"| rule | chi-square p-value | verdict |\n|---|---|---|\n"
+               f"| exact: each sample a try | {exact['p_value']:.3g} | {verdict(exact)} |\n"
+               f"| identical candidates merged | {merged['p_value']:.3g} | {verdict(merged)} |")
+    names = playground_tokens(tokens, len(p))
+    return (drafts_figures.drafts_histogram(results, names, notation),
+            drafts_figures.acceptance_figure(curve, k, exact["acceptance_rate"], notation), summary, Status())
 
 
 # ------------------------------------------------------------------ debugging a pair

@@ -132,3 +132,41 @@ def _ui_step_ratio(pair, prompt, config, seed, steps: int = 8) -> dict:
     ui, engine = statistics.median(ui_s), statistics.median(engine_s)
     return {"ui_step_ms": round(ui * 1e3, 2), "engine_step_ms": round(engine * 1e3, 2),
             "ui_over_engine_step": round(ui / engine, 3)}
+
+
+def run_drafts_bench(preset=None, draft=None, target=None, device=None, drafts=(1, 2, 4), gammas=(2, 4),
+                     quick=False, seed=0) -> dict:
+    """Several drafts at once: tokens per target pass and speedup against target-only for each k and gamma.
+
+    Every (gamma, k) and the target-only baseline run on the same prompts and seeds, interleaved prompt
+    by prompt and seed by seed (so drift in the machine's speed hits them alike); plain T = 1."""
+    configs = [DecodeConfig(gamma=g, drafts=k, temperature=1.0, max_new_tokens=48 if quick else 96, record=False)
+               for g in gammas for k in drafts]  # validates every k and gamma before any model loads
+    pair = load_pair(preset, draft=draft, target=target, device=device)
+    prompts = list(pair.examples or ("The",))[: 2 if quick else 3]
+    seeds = range(seed, seed + (2 if quick else 3))
+    records = {(c.gamma, c.drafts): [] for c in configs}
+    calls = []
+    SpeculativeDecoder(pair, prompts[0], configs[-1]).run()  # warm-up
+    for prompt in prompts:
+        for s in seeds:
+            base = TargetOnlyDecoder(pair, prompt, DecodeConfig(**{**configs[0].__dict__, "seed": s}))
+            base.run()
+            calls += base.call_s
+            for c in configs:
+                spec = SpeculativeDecoder(pair, prompt, DecodeConfig(**{**c.__dict__, "seed": s}))
+                spec.run()
+                records[(c.gamma, c.drafts)] += spec.records
+    rows = []
+    for (gamma, k), recs in records.items():
+        m = metric_set(recs, calls)
+        rows.append({"gamma": gamma, "drafts": k, "tokens_per_target_pass": round(m["tokens_per_target_call"], 3),
+                     "speedup_vs_target_only": round(m["speedup"], 3),
+                     "tokens_per_s": round(m["tokens_per_s_speculative"], 1),
+                     "draft_ms_per_step": round(1e3 * sum(r.draft_s for r in recs) / len(recs), 2),
+                     "target_ms_per_pass": round(1e3 * sum(r.target_s for r in recs) / len(recs), 2),
+                     "acceptance_by_depth": [round(x, 3) for x in m["acceptance_by_depth"]],
+                     "acceptance_by_rank": [round(x, 3) for x in m["acceptance_by_rank"]]})
+    return {"preset": pair.name, "device": str(pair.device), "threads": torch.get_num_threads(),
+            "runs_per_config": len(prompts) * len(seeds), "new_tokens_per_run": configs[0].max_new_tokens,
+            "tokens_per_s_target_only": round(len(calls) / sum(calls), 1), "rows": rows}

@@ -44,7 +44,7 @@ def _add_decoding_args(ap: argparse.ArgumentParser, gamma_list: bool = False) ->
 def config_from(args) -> DecodeConfig:
     return DecodeConfig.from_knobs(gamma=args.gamma, temperature=args.temperature, top_k=args.top_k,
                                    top_p=args.top_p, kl_budget=args.kl_budget, max_new_tokens=args.max_new_tokens,
-                                   seed=args.seed)
+                                   seed=args.seed, drafts=getattr(args, "drafts", 1))
 
 
 def run_stats(decoder) -> dict:
@@ -83,10 +83,27 @@ def cmd_generate(args) -> int:
     return 0
 
 
+def _whole_list(flag: str, text: str) -> list[int]:
+    try:
+        return [int(x) for x in text.split(",") if x.strip()] or [1]
+    except ValueError:
+        raise ValueError(f"{flag} must be a comma-separated list of whole numbers, not {text!r}") from None
+
+
 def cmd_bench(args) -> int:
-    from .bench import run_bench
+    from .bench import run_bench, run_drafts_bench
     from .preset_cost import run_preset_cost
 
+    if args.drafts is not None:
+        result = run_drafts_bench(preset=args.preset, draft=args.draft, target=args.target, device=args.device,
+                                  drafts=_whole_list("--drafts", args.drafts), gammas=_whole_list("--gammas", args.gammas),
+                                  quick=args.quick, seed=args.seed)
+        if args.json:
+            print(json.dumps(result))
+        else:
+            for row in result["rows"]:
+                print("  ".join(f"{k} {v}" for k, v in row.items()))
+        return 0
     if args.random_weights:
         result = run_preset_cost(args.preset, device=args.device)
     else:
@@ -177,12 +194,15 @@ def main(argv=None) -> int:
     gen.add_argument("--top-p", type=float, default=None)
     gen.add_argument("--kl-budget", type=float, default=0.0, help="0 = exact; > 0 = mentored decoding (lossy)")
     gen.add_argument("--max-new-tokens", type=int, default=64)
+    gen.add_argument("--drafts", type=int, default=1, help="k chains per step, verified as a token tree (1..8)")
     gen.add_argument("--baseline", action="store_true", help="run the target-only decoder instead")
     gen.add_argument("--json", action="store_true")
     gen.set_defaults(func=cmd_generate)
     bench = sub.add_parser("bench", help="speculative vs target-only vs transformers' assisted generation")
     _add_decoding_args(bench)
     bench.add_argument("--quick", action="store_true", help="a run of under a minute on a 2-core CPU")
+    bench.add_argument("--drafts", default=None, help="e.g. 1,2,4: several drafts at once, each k against target-only")
+    bench.add_argument("--gammas", default="2,4", help="with --drafts: the gammas to run each k at (default 2,4)")
     bench.add_argument("--json", action="store_true")
     bench.add_argument("--random-weights", action="store_true",
                        help="a hub preset's draft and target built from their configs with random weights: "

@@ -71,3 +71,20 @@ def test_speedup_and_c_from_measured_times():
 def test_an_empty_run_has_zeros_not_errors():
     m = metric_set([])
     assert m["steps"] == 0 and m["acceptance_rate"] == 0 and m["per_position_acceptance"] == []
+
+
+def test_acceptance_by_depth_and_by_sibling_rank_for_trees():
+    from specviz.core.trace import StepRecord as R
+
+    recs = [R(gamma=2, n_accepted=2, n_examined=2, n_emitted=3, draft_s=0, target_s=0, step_s=1, drafts=3, level_tries=(2, 1)),
+            R(gamma=2, n_accepted=0, n_examined=1, n_emitted=1, draft_s=0, target_s=0, step_s=1, drafts=3, level_tries=(3,)),
+            R(gamma=2, n_accepted=1, n_examined=2, n_emitted=2, draft_s=0, target_s=0, step_s=1, drafts=3, level_tries=(1, 2))]
+    m = metric_set(recs)
+    # depth 0: examined 3 times, accepted twice; depth 1: examined twice, accepted once
+    assert m["acceptance_by_depth"] == [2 / 3, 1 / 2]
+    # rank 0: 5 tries (2+1+1... per level: 2,1,3,1,2 -> rank 0 in all 5), accepted at the levels with one try: 2
+    # rank 1: levels with >= 2 tries: 3, accepted where it was the last of an accepted level: (2,_) -> 1
+    # rank 2: one try (the level of 3, all rejected)
+    assert m["tries_by_rank"] == [5, 3, 1]
+    assert m["acceptance_by_rank"] == [2 / 5, 1 / 3, 0.0]
+    assert m["drafts"] == 3

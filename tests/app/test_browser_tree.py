@@ -1,0 +1,31 @@
+"""A tree step in a real browser: the #drafts control, the tree card within one 1280x720 screen."""
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from tests.app.test_browser import TIMEOUT, app_url, browser, open_page, served, set_slider, step  # noqa: F401
+
+playwright = pytest.importorskip("playwright.sync_api")
+from playwright.sync_api import expect  # noqa: E402
+
+
+def test_a_tree_step_fits_one_1280x720_screen(browser, app_url):  # noqa: F811
+    context, page = open_page(browser, app_url, 1280, 720)
+    try:
+        set_slider(page, "drafts", 4)
+        set_slider(page, "gamma", 4)
+        for n in range(1, 5):  # step 4 of this seed tries all four siblings at depth 1: the tallest card
+            step(page)
+            expect(page.locator("#step-card")).to_contain_text(f"Step {n}", timeout=TIMEOUT)
+        expect(page.locator("#step-card")).to_contain_text("k = 4 drafts", timeout=TIMEOUT)
+        expect(page.locator("#step-card .tree-grid")).to_be_visible(timeout=TIMEOUT)
+        page.wait_for_timeout(500)
+        card = page.locator("#step-card").bounding_box()
+        shot = os.environ.get("SPECVIZ_SCREENSHOT_DIR")
+        if shot:
+            page.screenshot(path=os.path.join(shot, "tree-step-1280x720.png"))
+        assert card["y"] >= 0 and card["y"] + card["height"] <= 720
+    finally:
+        context.close()
