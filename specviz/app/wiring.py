@@ -13,7 +13,7 @@ from ..engine.presets import PRESETS
 from ..engine.settings import current as current_deployment
 from ..present import render
 from ..present.i18n import CATALOGUE, tr
-from ..present.views import (View, export_files, kl_buys, playground_drafts_run, playground_run, playground_view,
+from ..present.views import (Session, View, export_files, kl_buys, playground_drafts_run, playground_run, playground_view,
                              sweep_view)
 from .gradio_internals import cache_dir, forget_tab
 from .handlers import (adopt, intro, play_handler, reset_handler, step_handler, stop_handler, tick_handler,
@@ -81,10 +81,12 @@ def wire(demo: gr.Blocks, page: Page) -> None:
 
     def on_stop(s, code):
         s, playing = stop_handler(s)
+        if isinstance(s, Session):
+            s.lang = code  # the reset that follows speaks it (/reset's API takes the notation alone)
         return {session: s, **playing_updates(playing, code)}
 
-    def on_reset(s, n, code):
-        s, view = reset_handler(s, n, lang=code)
+    def on_reset(s, n):
+        s, view = reset_handler(s, n, lang=getattr(s, "lang", "en"))
         return {session: s, **updates(view)}
 
     def on_view(s, n, step, code):
@@ -118,7 +120,7 @@ def wire(demo: gr.Blocks, page: Page) -> None:
               api_visibility="private", **model, **raw)
     play_btn.click(on_play, [session, speed, lang], [session, timer, play_btn], **light)
     reset_btn.click(on_stop, [session, lang], [session, timer, play_btn], cancels=[tick], **light).then(
-        on_reset, [session, notation, lang], all_views, api_name="reset", concurrency_limit=None, **raw)
+        on_reset, [session, notation], all_views, api_name="reset", concurrency_limit=None, **raw)
     gr.on([notation.change, view_step.input], on_view, [session, notation, view_step, lang], all_views, **light, **raw)
     notation.change(intro, [notation, lang], header, **light)
     lang.change(on_lang, [session, notation, view_step, lang, play_btn], [*all_views, header, what, play_btn], **light)

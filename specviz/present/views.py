@@ -32,6 +32,7 @@ class Session:
         self.run: ComparedRun | None = None
         self.viewing: int | None = None      # step shown (None: the latest)
         self.playing = False
+        self.lang = "en"                    # the tab's language at its last Pause/Reset (for /reset)
         self.lock = threading.Lock()
         self.owner: str | None = None        # the client's session id, once an event named it
         self.notice = ""                     # said with the next Step (e.g. that an earlier run expired)
