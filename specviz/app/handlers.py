@@ -11,6 +11,7 @@ from collections import OrderedDict
 from ..core.notation import letters, notation_key
 from ..engine.decoders import DecodingFinished
 from ..engine.presets import ModelLoadError, scrub_paths
+from ..present.i18n import tr
 from ..present.render import Status
 from ..present.views import Session, View, build_view, settings_from, step_session, with_lock
 
@@ -86,32 +87,34 @@ def _notation(notation) -> tuple[str, Status]:
         return DEFAULT_NOTATION, Status("error", f"notation: {err}")
 
 
-def _step(session: Session, notation: str, knobs) -> tuple[View, Status]:
+def _step(session: Session, notation: str, knobs, lang: str = "en") -> tuple[View, Status]:
     notation, status = _notation(notation)
     if status.error:  # nothing steps on a bad value
-        return build_view(session, notation, status), status
+        return build_view(session, notation, status, lang), status
     try:
-        status = step_session(session, settings_from(*knobs))
-    except (ValueError, ModelLoadError, DecodingFinished) as err:
-        status = Status("error", scrub_paths(str(err)))
+        status = step_session(session, settings_from(*knobs), lang)
+    except DecodingFinished:
+        status = Status("error", tr(lang, "msg.done_reset"))
+    except (ValueError, ModelLoadError) as err:  # the detail names the setting and its range (English, as raised)
+        status = Status("error", tr(lang, "msg.cannot_step", detail=scrub_paths(str(err))))
     except RuntimeError as err:  # e.g. CUDA out of memory
-        status = Status("error", f"the models failed: {scrub_paths(str(err).splitlines()[0])}")
-    return build_view(session, notation, status), status
+        status = Status("error", tr(lang, "msg.models_failed", detail=scrub_paths(str(err).splitlines()[0])))
+    return build_view(session, notation, status, lang), status
 
 
 @with_lock
-def step_handler(session, notation, *knobs):
+def step_handler(session, notation, *knobs, lang: str = "en"):
     """Step: one round of the session's run."""
-    view, _ = _step(session, notation, knobs)
+    view, _ = _step(session, notation, knobs, lang)
     return session, view
 
 
 @with_lock
-def tick_handler(session, notation, *knobs):
+def tick_handler(session, notation, *knobs, lang: str = "en"):
     """A Play tick: a step, unless Pause or Reset came first; stops on the end or an error."""
     if not session.playing:
         return session, None, False
-    view, status = _step(session, notation, knobs)
+    view, status = _step(session, notation, knobs, lang)
     if status.error or session.run is None or session.run.finished:
         session.playing = False
     return session, view, session.playing
@@ -130,15 +133,15 @@ def stop_handler(session):
 
 
 @with_lock
-def reset_handler(session, notation):
+def reset_handler(session, notation, lang: str = "en"):
     session.playing, session.run, session.viewing = False, None, None
     notation, status = _notation(notation)
     return session, build_view(session, notation, status if status.error else
-                               Status("info", "Reset: a fresh run starts with the next Step."))
+                               Status("info", tr(lang, "msg.reset")), lang)
 
 
 @with_lock
-def view_handler(session, notation, step):
+def view_handler(session, notation, step, lang: str = "en"):
     notation, status = _notation(notation)
     if step is not None and session.traces:
         whole = isinstance(step, (int, float)) and not isinstance(step, bool) and float(step).is_integer()
@@ -146,17 +149,16 @@ def view_handler(session, notation, step):
             session.viewing = int(step)
         else:
             status = Status("error", f"showing step must be a whole number in 1..{len(session.traces)}, not {step!r}")
-    return session, build_view(session, notation, status)
+    return session, build_view(session, notation, status, lang)
 
 
-INTRO = """A small **draft** model guesses γ tokens; the large **target** model checks all of them in **one**
-forward pass. Each guess is kept when a uniform draw u falls below min(1, {t}/{d}); at the first rejection a
-replacement is drawn from the *residual* norm(max(0, {t} − {d})); if all are kept, the target adds a *bonus*
-token. The output is distributed **exactly** as the target alone would sample it (at temperature 0 this reduces
-to "keep drafts while the argmaxes agree"), yet each target pass can yield several tokens.
-Keys: <kbd>s</kbd> Step, <kbd>p</kbd> Play/Pause; Tab + Enter on a token shows its step."""
-
-
-def intro(notation: str) -> str:
+def intro(notation: str, lang: str = "en") -> str:
+    """The longer introduction under the settings (Markdown), in the notation's letters; key hints
+    sit in a span the page hides on touch screens."""
     t, d = letters(notation)
-    return INTRO.format(t=t, d=d)
+    return tr(lang, "intro", t=t, d=d) + f'\n\n<span class="key-hint">{tr(lang, "keys")}</span>'
+
+
+def what_you_see(lang: str = "en") -> str:
+    """The two claims a first-time visitor needs, above the fold: exact in distribution, 1 + accepted per pass."""
+    return f'<div class="what">{tr(lang, "what")}</div>'

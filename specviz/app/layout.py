@@ -14,7 +14,8 @@ from ..core.notation import NOTATIONS
 from ..engine.presets import PRESETS, default_preset, offered_presets
 from ..present import render
 from ..present.views import REJECTION_COLUMNS, Session
-from .handlers import SESSION_TTL_S, intro, release_session
+from ..present.i18n import CATALOGUE, LANGUAGES
+from .handlers import SESSION_TTL_S, intro, release_session, what_you_see
 
 
 @dataclass(frozen=True)
@@ -63,83 +64,117 @@ class Page:
     pg: object
     timer: object
     drafts: object = None   # several drafts at once (#drafts)
+    lang: object = None     # issue 17: language, classroom mode, phase reveal, round summary, log KL scale
+    classroom: object = None
+    reveal: object = None
+    what: object = None
+    summary: object = None
+    kl_scale: object = None
+    kl_note: object = None
 
     __hash__ = object.__hash__
+
+
+KL_STEPS = (0.0, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0)  # #kl-scale's positions: 0, then 1-2-5 per decade
+DEFAULT_TEMPERATURE, DEFAULT_SEED = 0.5, 8   # a first lesson: rounds 1-3 show a kept prefix + resample, then bonus tokens
+CLASSROOM_PACE_S = 2.5                       # Play's seconds per round in classroom mode: time to talk
+
+
+def i18n() -> gr.I18n:
+    """The component labels in every language (gradio translates them in the browser; en-US, zh-CN, ja-JP
+    fall back to en, zh, ja)."""
+    return gr.I18n(**{code: dict(CATALOGUE[code]) for code in LANGUAGES})
 
 
 def build_layout() -> Page:
     """Every component of the page, created inside the caller's gr.Blocks, by name."""
     preset0 = default_preset()
+    T = i18n()
     if True:
         session = gr.State(Session(), time_to_live=SESSION_TTL_S, delete_callback=release_session)
-        gr.Markdown("## specviz — speculative decoding, step by step", elem_id="title")
-        with gr.Row(elem_id="controls"):
-            step_btn = gr.Button("Step", variant="primary", elem_id="step", scale=0)
-            play_btn = gr.Button("Play", elem_id="play", scale=0)
-            reset_btn = gr.Button("Reset", variant="stop", elem_id="reset", scale=0)
-            message = gr.HTML(elem_id="message", min_height=0)
-        with gr.Tab("Live models", elem_id="live"), gr.Row(elem_id="main-row"):
-            with gr.Column(scale=1, min_width=300):
-                prompt = gr.Textbox(label="Prompt", value=PRESETS[preset0].examples[0] if PRESETS[preset0].examples else "",
-                                    lines=2, elem_id="prompt")
-                example = gr.Dropdown(label="Example prompts", choices=list(PRESETS[preset0].examples), value=None,
-                                      elem_id="examples")
-                preset = gr.Dropdown(label="Model pair", choices=[(f"{k}: {PRESETS[k].description}", k) for k in offered_presets()],
-                                     value=preset0, elem_id="preset")
-                gamma = gr.Slider(GAMMA_MIN, GAMMA_MAX, value=4, step=1, label="γ: tokens drafted per step", elem_id="gamma")
-                drafts = gr.Slider(DRAFTS_MIN, DRAFTS_MAX, value=1, step=1, elem_id="drafts",
-                                   label="k: drafts per step (> 1: k chains verified as a token tree)")
-                temperature = gr.Slider(0, 2, value=1.0, step=0.05, label="temperature (0 = greedy)", elem_id="temperature")
-                kl_budget = gr.Slider(0, 2, value=0.0, step=0.01, elem_id="kl-budget",
-                                      label="KL budget (0 = exact; > 0 = mentored decoding, LOSSY)")
-                notation = gr.Radio([(v[2], k) for k, v in NOTATIONS.items()], value="leviathan",
-                                    label="Notation", elem_id="notation")
-                with gr.Accordion("More settings", open=False):
-                    top_k = gr.Number(value=TOP_K_OFF, minimum=0, label=f"top-k ({TOP_K_OFF} = off)", elem_id="top-k")
-                    top_p = gr.Slider(0.05, 1.0, value=TOP_P_OFF, step=0.05, label=f"top-p ({TOP_P_OFF:g} = off)", elem_id="top-p")
-                    seed = gr.Number(value=0, minimum=0, label="random seed of the run", elem_id="seed")
-                    max_new = gr.Slider(1, 200, value=80, step=1, label="max new tokens", elem_id="max-new-tokens")
-                    speed = gr.Slider(0.2, 3.0, value=0.8, step=0.1, label="Play: seconds per step", elem_id="speed")
-                with gr.Accordion("Your own pair (hub ids or local folders; replace the preset)", open=False):
-                    draft_model = gr.Textbox("", label="draft model", placeholder="e.g. HuggingFaceTB/SmolLM2-135M",
-                                             elem_id="draft-model")
-                    target_model = gr.Textbox("", label="target model", placeholder="e.g. HuggingFaceTB/SmolLM2-1.7B",
-                                              elem_id="target-model")
-                header = gr.Markdown(intro("leviathan"), elem_id="intro")
-            with gr.Column(scale=2):
-                step_card = gr.HTML(render.step_card(None), elem_id="step-card")
-                timeline = gr.HTML(render.text_view(prompt.value, []), elem_id="timeline")
-                with gr.Row():
-                    show_rejected = gr.Checkbox(value=True, label="show rejected drafts (struck through)",
-                                                elem_id="show-rejected", scale=1)
-                    view_step = gr.Number(label="showing step", elem_id="view-step", scale=0, min_width=120)
-                counters = gr.HTML(render.counters_html({}, "", False, 0, 0), elem_id="counters")
-                with gr.Accordion("Full distributions and the story in words", open=False):
-                    narration = gr.Markdown(render.narration(None), elem_id="narration")
-                    pq_plot = gr.Plot(label="target vs draft", show_label=False, elem_id="pq-plot")
-                    uniform_plot = gr.Plot(label="uniform draw", show_label=False, elem_id="uniform-plot")
-                    residual_plot = gr.Plot(label="residual or bonus", show_label=False, elem_id="residual-plot")
-                with gr.Accordion("The run so far", open=False):
-                    history_plot = gr.Plot(label="the run so far", show_label=False, elem_id="history-plot")
-                with gr.Accordion("Debug acceptance: metrics, rejections, temperature sweep, export", open=False,
-                                  elem_id="debug"):
-                    analytics = gr.HTML(render.analytics_html({}), elem_id="analytics")
-                    analytics_plot = gr.Plot(show_label=False, elem_id="analytics-plot")
+        gr.Markdown(T("title"), elem_id="title")
+        with gr.Row(elem_id="toolbar"):
+            lang = gr.Radio([(v, k) for k, v in LANGUAGES.items()], value="en", label=T("lbl.lang"), elem_id="lang",
+                            show_label=False, container=False, scale=0, min_width=270)
+            classroom = gr.Checkbox(False, label=T("lbl.classroom"), elem_id="classroom", container=False, scale=0,
+                                    min_width=160)
+            reveal = gr.Checkbox(False, label=T("lbl.reveal"), elem_id="reveal", container=False, scale=0, min_width=160)
+            speed = gr.Slider(0.2, 5.0, value=0.8, step=0.1, label=T("lbl.speed"), elem_id="speed", scale=1,
+                              min_width=200)
+        with gr.Tab(T("tab.live"), elem_id="live"):
+            with gr.Row(elem_id="controls"):
+                step_btn = gr.Button(T("btn.step"), variant="primary", elem_id="step", scale=0)
+                play_btn = gr.Button(T("btn.play"), elem_id="play", scale=0)
+                reset_btn = gr.Button(T("btn.reset"), variant="stop", elem_id="reset", scale=0)
+                message = gr.HTML(elem_id="message", min_height=0)
+            with gr.Row(elem_id="main-row"):
+                with gr.Column(scale=1, min_width=300, elem_id="settings"):
+                    prompt = gr.Textbox(label=T("lbl.prompt"), lines=2, elem_id="prompt",
+                                        value=PRESETS[preset0].examples[0] if PRESETS[preset0].examples else "")
+                    example = gr.Dropdown(label=T("lbl.examples"), choices=list(PRESETS[preset0].examples), value=None,
+                                          elem_id="examples")
+                    preset = gr.Dropdown(label=T("lbl.preset"), value=preset0, elem_id="preset",
+                                         choices=[(f"{k}: {PRESETS[k].description}", k) for k in offered_presets()])
+                    gamma = gr.Slider(GAMMA_MIN, GAMMA_MAX, value=4, step=1, label=T("lbl.gamma"), elem_id="gamma")
+                    drafts = gr.Slider(DRAFTS_MIN, DRAFTS_MAX, value=1, step=1, elem_id="drafts", label=T("lbl.drafts"))
+                    temperature = gr.Slider(0, 2, value=DEFAULT_TEMPERATURE, step=0.05, label=T("lbl.temperature"),
+                                            elem_id="temperature")
+                    with gr.Group(elem_id="kl-group"):
+                        kl_scale = gr.Slider(0, len(KL_STEPS) - 1, value=0, step=1, label=T("lbl.kl_scale"),
+                                             elem_id="kl-scale")
+                        kl_budget = gr.Number(0.0, minimum=0, label=T("lbl.kl"), elem_id="kl-budget")
+                        kl_note = gr.HTML(elem_id="kl-buys", min_height=0)
+                    notation = gr.Radio([(v[2], k) for k, v in NOTATIONS.items()], value="leviathan",
+                                        label=T("lbl.notation"), elem_id="notation")
+                    with gr.Accordion(T("lbl.more"), open=False):
+                        top_k = gr.Number(value=TOP_K_OFF, minimum=0, label=T("lbl.top_k"), elem_id="top-k")
+                        top_p = gr.Slider(0.05, 1.0, value=TOP_P_OFF, step=0.05, label=T("lbl.top_p"), elem_id="top-p")
+                        seed = gr.Number(value=DEFAULT_SEED, minimum=0, label=T("lbl.seed"), elem_id="seed")
+                        max_new = gr.Slider(1, 200, value=80, step=1, label=T("lbl.max_new"), elem_id="max-new-tokens")
+                    with gr.Accordion(T("lbl.own_pair"), open=False):
+                        draft_model = gr.Textbox("", label=T("lbl.draft_model"), elem_id="draft-model",
+                                                 placeholder="e.g. HuggingFaceTB/SmolLM2-135M")
+                        target_model = gr.Textbox("", label=T("lbl.target_model"), elem_id="target-model",
+                                                  placeholder="e.g. HuggingFaceTB/SmolLM2-1.7B")
+                    header = gr.Markdown(intro("leviathan"), elem_id="intro")
+                with gr.Column(scale=2, elem_id="results"):
+                    what = gr.HTML(what_you_see(), elem_id="what-you-see", min_height=0)
+                    summary = gr.HTML(render.round_summary(None), elem_id="round-summary", min_height=0)
+                    step_card = gr.HTML(render.step_card(None), elem_id="step-card")
+                    counters = gr.HTML(render.counters_html({}, "", False, 0, 0), elem_id="counters")
+                    timeline = gr.HTML(render.text_view(prompt.value, []), elem_id="timeline")
                     with gr.Row():
-                        rejections = gr.Dataframe(headers=REJECTION_COLUMNS, value=[], interactive=False, max_height=320,
-                                                  label="every rejection (click a row to see its step)",
-                                                  elem_id="rejections", scale=3)
-                        most_rejected = gr.HTML(render.most_rejected_html([]), elem_id="most-rejected")
-                    sweep_btn = gr.Button("Temperature sweep on the current context", elem_id="sweep")
-                    sweep_plot = gr.Plot(show_label=False, elem_id="sweep-plot")
-                    with gr.Row():
-                        export_btn = gr.Button("Export the run", elem_id="export")
-                        json_file = gr.File(label="traces (JSON)", elem_id="export-json")
-                        csv_file = gr.File(label="tokens (CSV)", elem_id="export-csv")
-                    traces_json = gr.JSON(visible=False, elem_id="traces-json")
-        pg = playground_tab()
+                        show_rejected = gr.Checkbox(value=True, label=T("lbl.show_rejected"),
+                                                    elem_id="show-rejected", scale=1)
+                        view_step = gr.Number(label=T("lbl.view_step"), elem_id="view-step", scale=0,
+                                              min_width=120)
+                    with gr.Accordion(T("lbl.details"), open=False):
+                        narration = gr.Markdown(render.narration(None), elem_id="narration")
+                        pq_plot = gr.Plot(label="target vs draft", show_label=False, elem_id="pq-plot")
+                        uniform_plot = gr.Plot(label="uniform draw", show_label=False, elem_id="uniform-plot")
+                        residual_plot = gr.Plot(label="residual or bonus", show_label=False, elem_id="residual-plot")
+                    with gr.Accordion(T("lbl.history"), open=False):
+                        history_plot = gr.Plot(label="the run so far", show_label=False, elem_id="history-plot")
+                    with gr.Accordion(T("lbl.debug"), open=False, elem_id="debug"):
+                        analytics = gr.HTML(render.analytics_html({}), elem_id="analytics")
+                        analytics_plot = gr.Plot(show_label=False, elem_id="analytics-plot")
+                        with gr.Row(elem_id="rejections-row"):
+                            rejections = gr.Dataframe(headers=REJECTION_COLUMNS, value=[], interactive=False,
+                                                      max_height=320, label=T("lbl.rejections"),
+                                                      elem_id="rejections", scale=3, min_width=260)
+                            most_rejected = gr.HTML(render.most_rejected_html([]), elem_id="most-rejected",
+                                                    min_height=0)
+                        sweep_btn = gr.Button(T("btn.sweep"), elem_id="sweep")
+                        sweep_plot = gr.Plot(show_label=False, elem_id="sweep-plot")
+                        with gr.Row():
+                            export_btn = gr.Button(T("btn.export"), elem_id="export")
+                            json_file = gr.File(label=T("lbl.json"), elem_id="export-json")
+                            csv_file = gr.File(label=T("lbl.csv"), elem_id="export-csv")
+                        traces_json = gr.JSON(visible=False, elem_id="traces-json")
+        pg = playground_tab(T)
         timer = gr.Timer(0.8, active=False)
-        return Page(session=session, step_btn=step_btn, play_btn=play_btn, reset_btn=reset_btn, message=message, prompt=prompt, example=example, preset=preset, gamma=gamma, temperature=temperature, kl_budget=kl_budget, notation=notation, top_k=top_k, top_p=top_p, seed=seed, max_new=max_new, speed=speed, draft_model=draft_model, target_model=target_model, header=header, step_card=step_card, timeline=timeline, show_rejected=show_rejected, view_step=view_step, counters=counters, narration=narration, pq_plot=pq_plot, uniform_plot=uniform_plot, residual_plot=residual_plot, history_plot=history_plot, analytics=analytics, analytics_plot=analytics_plot, rejections=rejections, most_rejected=most_rejected, sweep_btn=sweep_btn, sweep_plot=sweep_plot, export_btn=export_btn, json_file=json_file, csv_file=csv_file, traces_json=traces_json, pg=pg, timer=timer, drafts=drafts)
+        return Page(session=session, step_btn=step_btn, play_btn=play_btn, reset_btn=reset_btn, message=message, prompt=prompt, example=example, preset=preset, gamma=gamma, temperature=temperature, kl_budget=kl_budget, notation=notation, top_k=top_k, top_p=top_p, seed=seed, max_new=max_new, speed=speed, draft_model=draft_model, target_model=target_model, header=header, step_card=step_card, timeline=timeline, show_rejected=show_rejected, view_step=view_step, counters=counters, narration=narration, pq_plot=pq_plot, uniform_plot=uniform_plot, residual_plot=residual_plot, history_plot=history_plot, analytics=analytics, analytics_plot=analytics_plot, rejections=rejections, most_rejected=most_rejected, sweep_btn=sweep_btn, sweep_plot=sweep_plot, export_btn=export_btn, json_file=json_file, csv_file=csv_file, traces_json=traces_json, pg=pg, timer=timer, drafts=drafts,
+                    lang=lang, classroom=classroom, reveal=reveal, what=what, summary=summary, kl_scale=kl_scale, kl_note=kl_note)
 
 
 def playground_drafts_section() -> dict:
@@ -156,30 +191,29 @@ def playground_drafts_section() -> dict:
     return dict(drafts=k, drafts_run=run, drafts_histogram=histogram, drafts_summary=summary, drafts_acceptance=acceptance)
 
 
-def playground_tab() -> dict:
+def playground_tab(T) -> dict:
     """The playground's components (the proof you can watch), by name."""
     first = next(iter(playground.TOY_PRESETS))
     target0, draft0 = playground.TOY_PRESETS[first]
     fmt = (lambda xs: ", ".join(f"{x:g}" for x in xs))
-    with gr.Tab("Playground: the proof", elem_id="playground"):
-        gr.Markdown("Two distributions over a few named tokens, no model: watch why speculative sampling's output is "
-                    "**exactly** the target's, and what two common shortcuts get wrong. Weights are renormalised.")
+    with gr.Tab(T("tab.playground"), elem_id="playground"):
+        gr.Markdown(T("pg.intro"))
         with gr.Row():
-            preset = gr.Dropdown([*playground.TOY_PRESETS, "random"], value=first, label="preset", elem_id="pg-preset")
-            tokens = gr.Textbox(", ".join(playground.TOY_TOKENS), label="token names (comma separated)", elem_id="pg-tokens")
+            preset = gr.Dropdown([*playground.TOY_PRESETS, "random"], value=first, label=T("pg.preset"), elem_id="pg-preset")
+            tokens = gr.Textbox(", ".join(playground.TOY_TOKENS), label=T("pg.tokens"), elem_id="pg-tokens")
         with gr.Row():
-            target = gr.Textbox(fmt(target0), label="target weights", elem_id="pg-target")
-            draft = gr.Textbox(fmt(draft0), label="draft weights", elem_id="pg-draft")
+            target = gr.Textbox(fmt(target0), label=T("pg.target"), elem_id="pg-target")
+            draft = gr.Textbox(fmt(draft0), label=T("pg.draft"), elem_id="pg-draft")
         message = gr.HTML(elem_id="pg-message")
         decomposition = gr.Plot(show_label=False, elem_id="pg-decomposition")
         with gr.Row():
-            samples = gr.Slider(1_000, playground.MAX_SAMPLES, value=100_000, step=1_000, label="rounds",
+            samples = gr.Slider(1_000, playground.MAX_SAMPLES, value=100_000, step=1_000, label=T("pg.samples"),
                                 elem_id="pg-samples")
-            seed = gr.Number(0, minimum=0, label="random seed", elem_id="pg-seed")
-            run = gr.Button("Run the rounds", variant="primary", elem_id="pg-run")
+            seed = gr.Number(0, minimum=0, label=T("pg.seed"), elem_id="pg-seed")
+            run = gr.Button(T("pg.run"), variant="primary", elem_id="pg-run")
         histogram = gr.Plot(show_label=False, elem_id="pg-histogram")
         summary = gr.Markdown(elem_id="pg-summary")
-        kl = gr.Slider(0, 1, value=0.1, step=0.01, label="mentored decoding: KL budget (nats)", elem_id="pg-kl")
+        kl = gr.Slider(0, 1, value=0.1, step=0.01, label=T("pg.kl"), elem_id="pg-kl")
         mentored = gr.Plot(show_label=False, elem_id="pg-mentored")
         drafts = playground_drafts_section()
     return dict(**drafts, preset=preset, tokens=tokens, target=target, draft=draft, message=message, decomposition=decomposition,

@@ -1,31 +1,155 @@
-// specviz's page script, given to gradio's launch(js=...): chip clicks, keys, keeping the newest step in view.
+// specviz's page script, given to gradio's launch(js=...): language, keys, chip clicks, phase reveal, scrolling.
 () => {
+  // 1. The labels' language: gradio translates component labels in the browser (svelte-i18n); its core
+  //    module exports changeLocale, found among the loaded modules (specviz/app/gradio_internals.py pins it).
+  window.specvizSetLocale = async (code) => {
+    const url = performance.getEntriesByType('resource').map((e) => e.name).find((n) => /\/core-[\w-]+\.js(\?|$)/.test(n));
+    if (!url) return;
+    try {
+      const core = await import(url);
+      if (core.changeLocale) core.changeLocale(code === 'zh' ? 'zh-CN' : code);
+    } catch (err) { /* labels stay in the browser's language */ }
+  };
   const showStep = (chip) => {
     const input = document.querySelector('#view-step input');
     if (!chip || !input) return;
     input.value = chip.dataset.step;
     input.dispatchEvent(new Event('input', {bubbles: true}));
   };
-  document.addEventListener('click', (e) => showStep(e.target.closest('#timeline .chip')));
+  const visible = (el) => !!el && el.offsetParent !== null;
+  // 2. A text field swallows keys; sliders, radios, checkboxes, buttons and a closed dropdown do not.
+  const NOT_TEXT = ['range', 'radio', 'checkbox', 'button', 'submit', 'reset', 'color', 'file'];
+  const textField = (t) => t.isContentEditable || t.tagName === 'TEXTAREA' || t.tagName === 'SELECT' ||
+    (t.tagName === 'INPUT' && !NOT_TEXT.includes((t.type || 'text').toLowerCase()) &&
+     !(t.getAttribute('role') === 'combobox' && t.getAttribute('aria-expanded') !== 'true'));
+  // 3. Phase reveal (#reveal): a new card from Step starts hidden; each Step press shows the next part
+  //    (Draft, the Verify heading, each row, Correct) before the next round runs.
+  let pendingReveal = false, userStepped = false;
+  const revealNext = () => {
+    const hidden = [...document.querySelectorAll('#step-card .sv-hidden')];
+    if (!hidden.length) return false;
+    const first = hidden[0];
+    first.classList.remove('sv-hidden');
+    if (first.tagName !== 'TR') {
+      for (const el of hidden.slice(1)) {
+        if (el.tagName === 'TR' || el.dataset.phase !== first.dataset.phase) break;
+        el.classList.remove('sv-hidden');
+      }
+    }
+    return true;
+  };
+  const pressStep = () => document.querySelector('#step')?.click();
+  window.addEventListener('click', (e) => {
+    if (!e.target.closest) return;
+    if (e.target.closest('#step')) {
+      if (document.body.classList.contains('reveal') && revealNext()) { e.stopPropagation(); e.preventDefault(); return; }
+      pendingReveal = document.body.classList.contains('reveal');
+      userStepped = true;
+    }
+    if (e.target.closest('#play') && document.body.classList.contains('classroom')) userStepped = true;
+    showStep(e.target.closest('#timeline .chip'));
+  }, true);
   document.addEventListener('keydown', (e) => {
     const chip = e.target.closest && e.target.closest('#timeline .chip');
     if (chip && (e.key === 'Enter' || e.key === ' ')) { e.preventDefault(); showStep(chip); return; }
-    const typing = ['INPUT', 'TEXTAREA', 'SELECT'].includes(e.target.tagName) || e.target.isContentEditable;
-    if (typing || e.ctrlKey || e.metaKey || e.altKey) return;
-    const click = (id) => document.querySelector(id)?.click();
-    if (e.key === 's') click('#step');
-    if (e.key === 'p') click('#play');
-  });
-  new MutationObserver(() => {  // keep the newest tokens in view inside the bounded text area
+    if (textField(e.target) || e.ctrlKey || e.metaKey || e.altKey) return;
+    const id = e.key === 's' ? '#step' : e.key === 'p' ? '#play' : null;
+    const button = id && document.querySelector(id);
+    if (!visible(button)) return;  // keys act only on the visible tab
+    e.preventDefault();
+    button.click();  // each press is one click: Step's clicks queue (trigger_mode "multiple")
+  }, true);
+  // 4a. Play never moves a page the reader has scrolled: keep the block at the middle of the window where it was
+  //     while results above it change height (scroll anchoring loses nodes that gradio replaces).
+  let anchor = null, anchorTop = 0;
+  const STABLE = '#round-summary, #step-card, #counters, #timeline, #what-you-see, #debug, #settings, #results > *, .block';
+  let ownScrollUntil = 0;  // our own scroll after a Step pins the round summary instead
+  window.addEventListener('scroll', () => {
+    if (performance.now() < ownScrollUntil) return;
+    const hit = window.scrollY > 0 && document.elementFromPoint(window.innerWidth / 2, window.innerHeight / 2);
+    anchor = hit && hit.closest ? hit.closest(STABLE) : null;
+    anchorTop = anchor ? anchor.getBoundingClientRect().top : 0;
+  }, {passive: true});
+  const keepAnchor = () => {
+    if (!anchor || !anchor.isConnected || userStepped) return;
+    const delta = anchor.getBoundingClientRect().top - anchorTop;
+    if (Math.abs(delta) > 0.5) window.scrollBy(0, delta);
+  };
+  // 4. After the reader's own Step (never a Play tick): keep the newest tokens in view inside their box, and
+  //    on a phone, in classroom mode or when the card ends below the window (zoomed in), bring the round to the
+  //    top of the window, under the sticky controls.
+  new MutationObserver(() => {
+    keepAnchor();
     const box = document.querySelector('#timeline .text-view');
     if (box && !box.querySelector('.selected:not(:last-child)')) box.scrollTop = box.scrollHeight;
-    if (window.innerWidth < 700 && document.activeElement?.id !== 'view-step') {
-      const card = document.querySelector('#step-card .card:not(.empty)');
+    const card = document.querySelector('#step-card .card:not(.empty)');
+    if (!card || card.dataset.seen === '1') return;
+    card.dataset.seen = '1';
+    if (pendingReveal) {
+      card.querySelectorAll('[data-phase]').forEach((el) => el.classList.add('sv-hidden'));
+      revealNext();
+      pendingReveal = false;
+    }
+    const classroom = document.body.classList.contains('classroom');
+    const below = card.getBoundingClientRect().bottom > window.innerHeight;  // e.g. at 150% or 200% zoom
+    if (userStepped && (window.innerWidth < 700 || classroom || below) && document.activeElement?.id !== 'view-step') {
+      const top = document.querySelector(classroom || below ? '#round-summary' : '#step-card');
       const bar = document.querySelector('#controls');
-      if (card && bar && card.dataset.seen !== card.textContent.length.toString()) {
-        card.dataset.seen = card.textContent.length.toString();
-        window.scrollTo({top: card.getBoundingClientRect().top + window.scrollY - bar.offsetHeight - 4});
+      if (top && bar) {
+        window.scrollTo({top: top.getBoundingClientRect().top + window.scrollY - bar.offsetHeight - 4});
+        anchor = top; anchorTop = top.getBoundingClientRect().top; ownScrollUntil = performance.now() + 400;
       }
     }
+    userStepped = false;
   }).observe(document.body, {childList: true, subtree: true});
+  // 5. Figures on a phone: the title wraps, the legend moves to the bottom of the figure (so it never covers the
+  //    title) and side-by-side panels stack, each keeping its axis titles apart. Desktop figures are untouched.
+  const phoneDone = new WeakMap();
+  const wrap = (text, width) => {
+    const lines = [];
+    for (const word of String(text || '').replace(/<br>/g, ' ').split(' ')) {
+      const last = lines.length - 1;
+      if (last >= 0 && (lines[last] + ' ' + word).length <= width) lines[last] += ' ' + word; else lines.push(word);
+    }
+    return lines;
+  };
+  const phoneFigure = (el) => {
+    const L = el.layout;
+    if (!window.Plotly || !L || phoneDone.get(el) === el.data) return;
+    phoneDone.set(el, el.data);
+    const perLine = Math.max(24, Math.floor(el.clientWidth / 8));
+    const title = wrap((L.title && L.title.text) || '', perLine);
+        const pairs = Object.keys(L).filter((k) => /^xaxis\d*$/.test(k) && L[k] && L[k].domain && L[k].domain[1] - L[k].domain[0] < 0.9);
+    const names = (el.data || []).map((t) => wrap(t.name, perLine - 6));
+    const legendLines = (el.data || []).reduce((s, t, i) => s + (t.name && t.showlegend !== false ? names[i].length : 0), 0);
+    const panel = 230, gapPx = 120, titleH = 18 * title.length + 16, legendH = 17 * legendLines + 10;
+    const update = {'title.text': title.join('<br>'), 'title.font.size': 13, 'title.y': 1, 'title.yanchor': 'top',
+      'title.yref': 'container', 'title.pad.t': 10, 'legend.orientation': 'h', 'legend.yref': 'container', 'legend.y': 0,
+      'legend.yanchor': 'bottom', 'legend.x': 0, 'legend.font.size': 11, 'margin.t': titleH + 8, 'margin.r': 10};
+    let plotH = (L.height || 360) - ((L.margin && L.margin.t) || 60) - ((L.margin && L.margin.b) || 50);
+    if (pairs.length > 1) {  // stack the panels, top to bottom in their reading order
+      const order = pairs.map((k) => [k, L['yaxis' + k.slice(5)]])
+        .sort((a, b) => (b[1]?.domain?.[1] ?? 1) - (a[1]?.domain?.[1] ?? 1) || a[0][0].localeCompare(b[0][0]) || L[a[0]].domain[0] - L[b[0]].domain[0]);
+      const n = order.length, gap = gapPx / (panel * n + gapPx * (n - 1));
+      const h = (1 - gap * (n - 1)) / n;
+      order.forEach(([x, y], i) => {
+        const top = 1 - i * (h + gap);
+        update[x + '.domain'] = [0, 1];
+        if (y) update['yaxis' + x.slice(5) + '.domain'] = [Math.max(top - h, 0), top];
+      });
+      plotH = panel * n + gapPx * (n - 1);
+      (L.annotations || []).forEach((a, i) => { if (a.yref === 'paper' && a.y > 0.9) update[`annotations[${i}].visible`] = false; });
+    }
+    const bottom = ((L.margin && L.margin.b) || 50) + legendH;
+    update['margin.b'] = bottom;
+    update.height = titleH + 8 + plotH + bottom;
+    if (names.some((lines, i) => lines.length > 1)) window.Plotly.restyle(el, {name: names.map((l) => l.join('<br>'))});
+    window.Plotly.relayout(el, update);
+  };
+  const phoneFigures = () => {
+    if (window.innerWidth >= 700) return;
+    document.querySelectorAll('.js-plotly-plot').forEach((el) => { try { phoneFigure(el); } catch (err) { /* keep it */ } });
+  };
+  new MutationObserver(phoneFigures).observe(document.body, {childList: true, subtree: true});
+  document.body.dataset.specvizReady = '1';  // tests wait for this before pressing keys
 }

@@ -9,13 +9,15 @@ import gradio as gr
 from ..engine.loading import load_pair
 from ..engine.presets import ModelLoadError, default_preset
 from ..engine.settings import current as current_deployment
+from ..present.palette import css_variables
 from .gradio_internals import protect_sessions
 from .handlers import QUEUE_STATUS_S, session_worth
+from .layout import i18n
 from .wiring import build_app
 
 HERE = Path(__file__).resolve().parent
 PAGE_JS = (HERE / "page.js").read_text(encoding="utf-8")
-CSS = (HERE / "page.css").read_text(encoding="utf-8")
+CSS = css_variables() + (HERE / "page.css").read_text(encoding="utf-8")
 
 
 def _record_exposure(kwargs: dict) -> None:
@@ -40,7 +42,7 @@ def launch(demo: gr.Blocks | None = None, **kwargs):
     # throughput (loadtest: 92-97% of the 2-session rate, against 98-99% with 1 s)
     demo.queue(default_concurrency_limit=current_deployment().concurrency, status_update_rate=QUEUE_STATUS_S)
     block = not kwargs.pop("prevent_thread_lock", False)
-    served = demo.launch(js=PAGE_JS, css=CSS, max_file_size="1mb", prevent_thread_lock=True,
+    served = demo.launch(js=PAGE_JS, css=CSS, i18n=i18n(), max_file_size="1mb", prevent_thread_lock=True,
                          state_session_capacity=current_deployment().session_capacity, **kwargs)
     protect_sessions(demo, session_worth)  # before the first visitor can be pushed out by anonymous calls
     if block:

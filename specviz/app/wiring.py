@@ -12,11 +12,13 @@ from ..core import playground
 from ..engine.presets import PRESETS
 from ..engine.settings import current as current_deployment
 from ..present import render
-from ..present.views import View, export_files, playground_drafts_run, playground_run, playground_view, sweep_view
+from ..present.i18n import CATALOGUE, tr
+from ..present.views import (Session, View, export_files, kl_buys, playground_drafts_run, playground_run, playground_view,
+                             sweep_view)
 from .gradio_internals import cache_dir, forget_tab
 from .handlers import (adopt, intro, play_handler, reset_handler, step_handler, stop_handler, tick_handler,
-                       view_handler)
-from .layout import Page, build_layout
+                       view_handler, what_you_see)
+from .layout import CLASSROOM_PACE_S, KL_STEPS, Page, build_layout
 
 
 CACHE_SWEEP = (300, 900)  # (every, older than) seconds: gradio's delete_cache
@@ -44,77 +46,100 @@ def wire(demo: gr.Blocks, page: Page) -> None:
         page.rejections, page.most_rejected, page.sweep_btn, page.sweep_plot, page.export_btn, page.json_file,
         page.csv_file, page.traces_json, page.pg, page.timer)
 
+    lang, classroom, what, summary, kl_scale, kl_note = page.lang, page.classroom, page.what, page.summary, page.kl_scale, page.kl_note
+
     knobs = [preset, prompt, gamma, temperature, top_k, top_p, kl_budget, seed, max_new, draft_model, target_model,
-             page.drafts]  # drafts last: positional /step calls of older clients keep their meaning
+             page.drafts]  # drafts last: positional /step calls of older clients keep their meaning (then lang)
     view_outputs = View(timeline, step_card, counters, narration, pq_plot, uniform_plot, residual_plot,
-                        history_plot, view_step, message, analytics, analytics_plot, rejections, most_rejected)
+                        history_plot, view_step, message, analytics, analytics_plot, rejections, most_rejected, summary)
 
     def updates(view: View | None) -> dict:
         return {c: gr.skip() for c in view_outputs} if view is None else dict(zip(view_outputs, view))
 
-    def playing_updates(playing: bool) -> dict:
-        return {timer: gr.Timer(active=playing), play_btn: gr.Button(value="Pause" if playing else "Play")}
+    def play_label(playing: bool, lang_code: str) -> gr.Button:
+        return gr.Button(value=tr(lang_code, "btn.pause" if playing else "btn.play"))
+
+    def playing_updates(playing: bool, lang_code: str) -> dict:
+        return {timer: gr.Timer(active=playing), play_btn: play_label(playing, lang_code)}
 
     def on_step(session_state, notation, preset, prompt, gamma, temperature, top_k, top_p, kl_budget, seed,
-            max_new_tokens, draft_model, target_model, drafts=1, request: gr.Request = None):  # the /step API's parameters
+            max_new_tokens, draft_model, target_model, drafts=1, lang="en", request: gr.Request = None):  # /step's parameters
         s, view = step_handler(adopt(session_state, request.session_hash), notation, preset, prompt, gamma, temperature,
-                   top_k, top_p, kl_budget, seed, max_new_tokens, draft_model, target_model, drafts)
+                   top_k, top_p, kl_budget, seed, max_new_tokens, draft_model, target_model, drafts, lang=lang)
         return {session: s, **updates(view)}
 
     def on_tick(s, n, preset, prompt, gamma, temperature, top_k, top_p, kl_budget, seed, max_new_tokens, draft_model,
-                target_model, request: gr.Request):  # named: gradio passes a Request only to a positional parameter
+                target_model, drafts, code, request: gr.Request):  # named: gradio passes a Request only to a positional parameter
         s, view, playing = tick_handler(adopt(s, request.session_hash), n, preset, prompt, gamma, temperature, top_k,
-                                        top_p, kl_budget, seed, max_new_tokens, draft_model, target_model)
-        return {session: s, **updates(view), **playing_updates(playing)}
+                                        top_p, kl_budget, seed, max_new_tokens, draft_model, target_model, drafts,
+                                        lang=code)
+        return {session: s, **updates(view), **playing_updates(playing, code)}
 
-    def on_play(s, seconds):
+    def on_play(s, seconds, code):
         s, playing = play_handler(s)
-        return {session: s, timer: gr.Timer(value=float(seconds), active=playing),
-            play_btn: gr.Button(value="Pause" if playing else "Play")}
+        return {session: s, timer: gr.Timer(value=float(seconds), active=playing), play_btn: play_label(playing, code)}
 
-    def on_stop(s):
+    def on_stop(s, code):
         s, playing = stop_handler(s)
-        return {session: s, **playing_updates(playing)}
+        if isinstance(s, Session):
+            s.lang = code  # the reset that follows speaks it (/reset's API takes the notation alone)
+        return {session: s, **playing_updates(playing, code)}
 
     def on_reset(s, n):
-        s, view = reset_handler(s, n)
+        s, view = reset_handler(s, n, lang=getattr(s, "lang", "en"))
         return {session: s, **updates(view)}
 
-    def on_view(s, n, step):
-        s, view = view_handler(s, n, step)
+    def on_view(s, n, step, code):
+        s, view = view_handler(s, n, step, lang=code)
         return {session: s, **updates(view)}
+
+    def on_lang(s, n, step, code, playing_label):
+        return {**on_view(s, n, step, code), header: intro(n, code), what: what_you_see(code),
+                play_btn: gr.Button(value=tr(code, "btn.pause" if playing_label in PAUSE_LABELS else "btn.play"))}
 
     all_views = [session, *view_outputs]  # a list: the API returns outputs in this order
     model = dict(concurrency_id="model", concurrency_limit=current_deployment().concurrency)  # a class queues, not thrashes
     light = dict(concurrency_limit=None, api_visibility="private")
     light_public = dict(concurrency_limit=None)
 
-    def on_rejection_click(s, n, evt: gr.SelectData):
+    def on_rejection_click(s, n, code, evt: gr.SelectData):
         row = evt.row_value if evt is not None else None
-        return on_view(s, n, row[0] if row else None)
+        return on_view(s, n, row[0] if row else None, code)
 
-    def on_sweep(s, n):
-        figure, status = sweep_view(s, n)
+    def on_sweep(s, n, code):
+        figure, status = sweep_view(s, n, code)
         return figure or gr.skip(), render.message_html(status)
 
     def on_export(s):
         return export_files(s, cache_dir(demo))
     raw = dict(preprocess=False)  # knobs reach DecodeConfig as sent: refused by name, never rounded or clipped
-    step_btn.click(on_step, [session, notation, *knobs], all_views, api_name="step", **model, **raw)
-    tick = timer.tick(on_tick, [session, notation, *knobs], [*all_views, timer, play_btn],
+    # trigger_mode="multiple": quick presses queue (5 presses = 5 steps), serialised by the session's lock
+    step_btn.click(on_step, [session, notation, *knobs, lang], all_views, api_name="step", trigger_mode="multiple",
+                   **model, **raw)
+    tick = timer.tick(on_tick, [session, notation, *knobs, lang], [*all_views, timer, play_btn],
               api_visibility="private", **model, **raw)
-    play_btn.click(on_play, [session, speed], [session, timer, play_btn], **light)
-    reset_btn.click(on_stop, [session], [session, timer, play_btn], cancels=[tick], **light).then(
+    play_btn.click(on_play, [session, speed, lang], [session, timer, play_btn], **light)
+    reset_btn.click(on_stop, [session, lang], [session, timer, play_btn], cancels=[tick], **light).then(
         on_reset, [session, notation], all_views, api_name="reset", concurrency_limit=None, **raw)
-    gr.on([notation.change, view_step.input], on_view, [session, notation, view_step], all_views, **light, **raw)
-    notation.change(intro, notation, header, **light)
+    gr.on([notation.change, view_step.input], on_view, [session, notation, view_step, lang], all_views, **light, **raw)
+    notation.change(intro, [notation, lang], header, **light)
+    lang.change(on_lang, [session, notation, view_step, lang, play_btn], [*all_views, header, what, play_btn], **light)
+    lang.change(None, lang, None, js=SET_LOCALE_JS, api_visibility="private")
+    demo.load(None, None, [lang, classroom], js=INITIAL_JS, api_visibility="private")
+    classroom.change(None, classroom, None, js="(on) => { document.body.classList.toggle('classroom', !!on); }",
+                     api_visibility="private")
+    classroom.change(lambda on, s: max(float(s), CLASSROOM_PACE_S) if on else s, [classroom, speed], speed, **light)
+    page.reveal.change(None, page.reveal, None, js="(on) => { document.body.classList.toggle('reveal', !!on); }",
+                       api_visibility="private")
+    kl_scale.input(lambda i: KL_STEPS[int(i)], kl_scale, kl_budget, **light)
+    kl_budget.change(kl_buys, [session, kl_budget, lang], kl_note, **model, api_visibility="private")
     show_rejected.change(None, show_rejected, None, api_visibility="private",
                  js="(v) => { document.querySelector('#timeline').classList.toggle('hide-rejected', !v); }")
     example.change(lambda e, p: e or p, [example, prompt], prompt, **light)
-    rejections.select(on_rejection_click, [session, notation], all_views, **light).then(
+    rejections.select(on_rejection_click, [session, notation, lang], all_views, **light).then(
         None, None, None, api_visibility="private",  # the card may be far above: bring it into view
         js="() => { document.querySelector('#step-card')?.scrollIntoView({behavior: 'smooth', block: 'start'}); }")
-    sweep_btn.click(on_sweep, [session, notation], [sweep_plot, message], **model, api_visibility="private")
+    sweep_btn.click(on_sweep, [session, notation, lang], [sweep_plot, message], **model, api_visibility="private")
     export_btn.click(on_export, [session], [json_file, csv_file, traces_json], api_name="traces", **light_public)
     wire_playground(pg, notation, light, demo)
 
@@ -123,6 +148,17 @@ def wire(demo: gr.Blocks, page: Page) -> None:
     demo.unload(on_unload)
     preset.change(lambda p: gr.Dropdown(choices=list(PRESETS[p].examples) if p in PRESETS else [], value=None),
               preset, example, **light)
+
+
+PAUSE_LABELS = {CATALOGUE[code]["btn.pause"] for code in CATALOGUE}
+# The page's language on load: ?lang= in the URL, else the browser's; ?classroom=1 turns classroom mode on.
+INITIAL_JS = """() => {
+  const q = new URLSearchParams(location.search);
+  const wanted = (q.get('lang') || navigator.language || 'en').toLowerCase().split('-')[0];
+  return [['en', 'zh', 'ja'].includes(wanted) ? wanted : 'en', q.get('classroom') === '1'];
+}"""
+# gradio translates the labels in the browser; #lang moves its locale too (window.specvizSetLocale, page.js)
+SET_LOCALE_JS = "(code) => { window.specvizSetLocale && window.specvizSetLocale(code); }"
 
 
 def wire_playground(pg: dict, notation, light: dict, demo: gr.Blocks) -> None:

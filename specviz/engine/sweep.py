@@ -34,3 +34,17 @@ def temperature_sweep(pair: ModelPair, token_ids: list[int], temperatures=TEMPER
     greedy = float((target.argmax(-1) == draft.argmax(-1)).double().mean())
     return {"temperatures": list(temperatures), "acceptance_rate": alpha, "exact_match_of_samples": collide,
             "greedy_exact_match": greedy, "positions": keep}
+
+
+@torch.inference_mode()
+def next_acceptance(pair: ModelPair, token_ids: list[int], config, kl_budget: float) -> tuple[float, float]:
+    """(exact, mentored) expected acceptance rate at the next position after `token_ids`, under the run's
+    warping (`config.warp`): Σ min(p, q) and the mentored plan's Σ q·accept at `kl_budget`."""
+    if len(token_ids) < 1:
+        raise ValueError("the acceptance needs a context of at least one token")
+    ids = torch.tensor([token_ids[-pair.context_window:]], device=pair.device)
+    p = config.warp(pair.target(input_ids=ids, logits_to_keep=1).logits[0, -1, : pair.vocab_size].float())  # [V]
+    q = config.warp(pair.draft(input_ids=ids, logits_to_keep=1).logits[0, -1, : pair.vocab_size].float())   # [V]
+    exact = float(sampling.acceptance_rate(p, q))
+    mentored = float(sampling.mentored_plan(p, q, kl_budget).acceptance_rate) if kl_budget > 0 else exact
+    return exact, mentored

@@ -7,13 +7,15 @@ every colour used for text or a bar keeps at least 3:1 contrast on white (4.5:1 
 from __future__ import annotations
 
 import html
+import math
 from dataclasses import dataclass
 
 from ..core.metrics import MIN_TIMED
 from ..core.notation import letters, num, show
 from ..core.trace import PositionTrace, StepTrace
 from . import tree_card
-from .palette import ACCEPT_COLOUR, BONUS_COLOUR, DRAFT_COLOUR, FINAL_COLOUR, MUTED, REJECT_COLOUR, TARGET_COLOUR
+from .i18n import tr
+from .palette import ACCEPT_COLOUR, BONUS_COLOUR, DRAFT_COLOUR, FINAL_COLOUR, MUTED, REJECT_COLOUR, TARGET_COLOUR, var
 
 VERDICT_STYLE = {  # symbol, colour, underline: the underline's style survives greyscale and colour blindness
     "accepted": ("✓", ACCEPT_COLOUR, "border-bottom:3px solid"),
@@ -21,6 +23,7 @@ VERDICT_STYLE = {  # symbol, colour, underline: the underline's style survives g
     "resampled": ("↻", FINAL_COLOUR, "border-bottom:3px dashed"),
     "bonus": ("★", BONUS_COLOUR, "border-bottom:5px double"),
 }
+ROLE = {"accepted": "accept", "rejected": "reject", "resampled": "final", "bonus": "bonus"}  # palette.var roles
 
 
 @dataclass(frozen=True)
@@ -54,189 +57,268 @@ def _bar(value: float, colour: str, width_px: int = 60) -> str:
             f'</span></span> <span class="num">{num(value)}</span>')
 
 
+LOG_FLOOR = 1e-3   # the q/p bars' log axis runs from 0.001 to 1, like the full-distribution figures
+
+
+def decisive(u: float, chance: float) -> tuple[str, str]:
+    """u and the accept chance printed so the comparison the card states is true of the printed digits:
+    never "u = 1.00 < 1.00". Starts from `num`; adds decimals until the printed values order as the true ones."""
+    a, b = num(u), num(chance)
+    digits = 2
+    while u != chance and (float(a) == float(b) or (float(a) < float(b)) != (u < chance)) and digits < 20:
+        digits += 1
+        a, b = f"{u:.{digits}f}", f"{chance:.{digits}f}"
+    return a, b
+
+
+def _log_bar(value: float, role: str, width_px: int = 60) -> str:
+    """A bar on a log axis from 0.001 to 1 (gridlines at 0.01 and 0.1) with its value printed beside it:
+    0.01 fills a third of the track, so a typical drafted token is a visible bar, not a sliver."""
+    share = 0.0 if value <= 0 else min(max((math.log10(max(value, LOG_FLOOR)) + 3) / 3, 0.0), 1.0)
+    fill = max(share * 100, 1.5 if value > 0 else 0.0)
+    return (f'<span class="bar logbar" style="width:{width_px}px; background:linear-gradient(90deg, transparent calc(33.3% - 1px), '
+            f'{var("track-edge")} calc(33.3% - 1px) 33.3%, transparent 33.3% calc(66.7% - 1px), {var("track-edge")} '
+            f'calc(66.7% - 1px) 66.7%, transparent 66.7%), {var("track")}"><span style="width:{fill:.1f}%; '
+            f'background:{var(role)}"></span></span> <span class="num">{num(value)}</span>')
+
+
 def _threshold(u: float, chance: float) -> str:
-    """The accept test on a [0, 1] track: accept zone up to the chance, the draw u as a black tick."""
-    return (f'<span class="track" title="accept when u &lt; {num(chance)}" style="position:relative; display:inline-block; '
-            f'width:110px; height:12px; vertical-align:middle; background:repeating-linear-gradient(45deg,#f3d3c4 0 3px,#fff 3px 6px); '
-            f'border:1px solid {MUTED}"><span style="position:absolute; left:0; top:0; height:12px; width:{chance * 100:.1f}%; '
-            f'background:{ACCEPT_COLOUR}"></span><span style="position:absolute; left:calc({u * 100:.1f}% - 2px); top:-3px; '
-            f'width:4px; height:18px; background:#000"></span></span>')
+    """The accept test on a linear [0, 1] track: accept zone up to the chance, the draw u as a tick."""
+    return (f'<span class="track" title="accept when u &lt; {num(chance)}" style="background:repeating-linear-gradient('
+            f'45deg,{var("zone-off")} 0 3px,{var("zone-off-bg")} 3px 6px); border:1px solid {var("track-edge")}">'
+            f'<span class="zone" style="width:{chance * 100:.1f}%; background:{var("zone")}"></span>'
+            f'<span class="tick" style="left:calc({u * 100:.1f}% - 2px); background:{var("tick")}; '
+            f'box-shadow:0 0 0 1px {var("zone-off-bg")}"></span></span>')
 
 
-def _verdict(pos: PositionTrace) -> str:
-    symbol, colour, _ = VERDICT_STYLE["accepted" if pos.verdict == "accepted" else "rejected"]
-    return f'<b style="color:{colour}; white-space:nowrap">{symbol} {pos.verdict}</b>'
+def _verdict(pos: PositionTrace, lang: str = "en") -> str:
+    key = "accepted" if pos.verdict == "accepted" else "rejected"
+    symbol, _, _ = VERDICT_STYLE[key]
+    return f'<b style="color:{var("accept" if key == "accepted" else "reject")}; white-space:nowrap">{symbol} {tr(lang, "verdict." + key)}</b>'
 
 
-def _verify_row(pos: PositionTrace, trace: StepTrace, t: str, d: str) -> str:
+def _exact_differs(pos: PositionTrace) -> bool | None:
+    """Mentored rows: would exact decoding, with the same u, have decided otherwise? (None: not examined)."""
+    if pos.uniform is None:
+        return None
+    return (pos.uniform < pos.exact_accept_prob) != (pos.verdict == "accepted")
+
+
+def _verify_row(pos: PositionTrace, trace: StepTrace, t: str, d: str, lang: str = "en") -> str:
     token = f'<code>{_esc(pos.draft_text)}</code>'
-    bars = (f'<span class=pair>{d} {_bar(pos.draft_prob, DRAFT_COLOUR)}</span> '
-            f'<span class=pair>{t} {_bar(pos.target_prob, TARGET_COLOUR)}</span>')
+    bars = (f'<span class=pair><span class=letter>{d}</span> {_log_bar(pos.draft_prob, "draft")}</span> '
+            f'<span class=pair><span class=letter>{t}</span> {_log_bar(pos.target_prob, "target")}</span>')
+    row = f'<tr class="verify-row" data-phase="verify">'
     if trace.greedy:  # temperature 0: both are one-hot, the test is whether the argmaxes agree
         argmax = pos.candidates[0]
-        test = (f'target argmax <code>{_esc(argmax.text)}</code>: '
-                f'{"agrees" if argmax.id == pos.draft_token else "differs"}')
-        return f'<tr><td>{pos.index + 1}</td><td>{token}</td><td colspan="2">{test}</td><td>{_verdict(pos)}</td></tr>'
+        test = tr(lang, "greedy.test", token=f"<code>{_esc(argmax.text)}</code>",
+                  agrees=tr(lang, "greedy.agrees" if argmax.id == pos.draft_token else "greedy.differs"))
+        return f'{row}<td>{pos.index + 1}</td><td>{token}</td><td colspan="2">{test}</td><td>{_verdict(pos, lang)}</td></tr>'
     ratio = pos.target_prob / pos.draft_prob if pos.draft_prob > 0 else float("inf")
     cmp = "&lt;" if pos.verdict == "accepted" else "≥"
-    chance = (f'mentored {num(pos.accept_prob)} <span class="muted">· exact {num(pos.exact_accept_prob)} · '
-              f'KL {pos.kl_spent:.2f}/{trace.kl_budget:g}</span>' if trace.kl_budget > 0
-              else f'min(1, {t}/{d}) = {num(pos.accept_prob)}')
-    test = f'{_threshold(pos.uniform, pos.accept_prob)} u = {num(pos.uniform)} {cmp} {chance}'
-    return (f'<tr><td>{pos.index + 1}</td><td>{token}</td><td>{bars}</td><td class=ratio>{t}/{d} = {ratio:.2f}</td>'
-            f'<td>{test}</td><td>{_verdict(pos)}</td></tr>')
+    u, chance_text = decisive(pos.uniform, pos.accept_prob)
+    if trace.kl_budget > 0:
+        _, exact_text = decisive(pos.uniform, pos.exact_accept_prob)
+        chance = (f'mentored {chance_text} <span class="muted">'
+                  f'{tr(lang, "mentored.rest", e=exact_text, kl=f"{pos.kl_spent:.2f}", budget=f"{trace.kl_budget:g}")}</span>')
+        if _exact_differs(pos):
+            key = "mentored.exact_rejects" if pos.verdict == "accepted" else "mentored.exact_accepts"
+            chance += f' <b class="exact-would">⚠ {tr(lang, key)}</b>'
+    else:
+        chance = f'<span class="chance-name">min(1, {t}/{d}) = </span>{chance_text}'
+    test = f'{_threshold(pos.uniform, pos.accept_prob)} <span class="test">u = {u} {cmp} {chance}</span>'
+    return (f'{row}<td>{pos.index + 1}</td><td>{token}</td><td>{bars}</td><td class=ratio>{t}/{d} = {ratio:.2f}</td>'
+            f'<td>{test}</td><td>{_verdict(pos, lang)}</td></tr>')
 
 
-def _correction(trace: StepTrace, t: str, d: str) -> str:
+def _correction(trace: StepTrace, t: str, d: str, lang: str = "en") -> str:
     c = trace.correction
     lossy = trace.kl_budget > 0
+    token = f"<code>{_esc(c.text)}</code>"
     if c.kind == "bonus":
-        head = (f'all {trace.gamma} drafts accepted, so the target pass already holds the next distribution {t}: '
-                f'<b>bonus</b> token <code>{_esc(c.text)}</code> for free.')
+        head = tr(lang, "correct.bonus", g=trace.gamma, t=t, token=token)
         source = f"{t}"
     else:
-        source = "mentored s" if lossy else f"norm(max(0, {t} − {d}))"
-        why = (", the mentored resampling distribution" if lossy else
-               ": at temperature 0 that is the target's argmax" if trace.greedy else
-               ", the residual: the mass the target wants beyond what the draft gave")
-        head = f'position {c.position + 1} was rejected: <b>resampled</b> <code>{_esc(c.text)}</code> from {source}{why}.'
+        source = tr(lang, "source.mentored") if lossy else f"norm(max(0, {t} − {d}))"
+        why = tr(lang, "why.mentored" if lossy else "why.greedy" if trace.greedy else "why.residual")
+        head = tr(lang, "correct.resampled", pos=c.position + 1, token=token, source=source, why=why)
     top = [x for x in sorted(c.candidates, key=lambda x: -x.final_prob)[:4] if x.final_prob > 0 or x.id == c.token]
     if all(x.id != c.token for x in top):
         top = top[:3] + [x for x in c.candidates if x.id == c.token]
     exact = {x.id: r for x, r in zip(c.candidates, c.residual_probs)} if lossy and c.kind == "resampled" else {}
-    colour = FINAL_COLOUR if c.kind == "resampled" else BONUS_COLOUR
+    role = "final" if c.kind == "resampled" else "bonus"
     options = " ".join(
-        f'<span class="option{" chosen" if x.id == c.token else ""}"><code>{_esc(x.text)}</code> {_bar(x.final_prob, colour, 40)}'
-        + (f' <span class="muted">exact {num(exact.get(x.id, 0.0))}</span>' if exact else "")
+        f'<span class="option{" chosen" if x.id == c.token else ""}"><code>{_esc(x.text)}</code> {_log_bar(x.final_prob, role, 40)}'
+        + (f' <span class="muted">{tr(lang, "exact_prob", x=num(exact.get(x.id, 0.0)))}</span>' if exact else "")
         + ("◀" if x.id == c.token else "") + "</span>"
         for x in top)
-    return (f'<div class="phase"><b>3. Correct</b> — {head}</div>'
-            f'<div class="options">top of {source}: {options}</div>')
+    return (f'<div class="phase" data-phase="correct">{head}</div>'
+            f'<div class="options" data-phase="correct">{tr(lang, "top_of", source=source)} {options}</div>')
 
 
-def step_card(trace: StepTrace | None, notation: str = "leviathan", total_steps: int = 0) -> str:
-    """One round, draft → verify → correct, compact enough for one 1280x720 screen at gamma <= 8."""
+def step_card(trace: StepTrace | None, notation: str = "leviathan", total_steps: int = 0, lang: str = "en") -> str:
+    """One round, draft → verify → correct, compact enough for one 1280x720 screen at gamma <= 8.
+    Parts carry data-phase (draft, verify, correct) so the page can reveal them one at a time."""
     if trace is None:
-        return ('<div class="card empty">Press <b>Step</b> (or the <kbd>s</kbd> key) to run one round: the draft '
-                'proposes γ tokens, the target checks them all in one pass, and one token is corrected or added.</div>')
+        return f'<div class="card empty">{tr(lang, "card.empty")}</div>'
     if getattr(trace, "tree", None) is not None:  # several drafts: the tree card (present/tree_card.py)
         return tree_card.tree_step_card(trace, notation, total_steps)
     t, d = letters(notation)
-    mode = ('<span class="badge lossy">LOSSY: mentored decoding, KL budget '
-            f'{trace.kl_budget:g}</span>' if trace.kl_budget > 0 else
-            '<span class="badge">greedy (T = 0)</span>' if trace.greedy else '<span class="badge">exact</span>')
-    viewing = f' (viewing; latest is {total_steps})' if total_steps and trace.step != total_steps else ""
+    mode = (f'<span class="badge lossy">{tr(lang, "badge.lossy", kl=f"{trace.kl_budget:g}")}</span>' if trace.kl_budget > 0
+            else f'<span class="badge">{tr(lang, "badge.greedy")}</span>' if trace.greedy
+            else f'<span class="badge">{tr(lang, "badge.exact")}</span>')
+    viewing = tr(lang, "card.viewing", total=total_steps) if total_steps and trace.step != total_steps else ""
     drafted = " ".join(f'<code>{_esc(p.draft_text)}</code>' for p in trace.positions)
     examined = [p for p in trace.positions if p.uniform is not None]
     skipped = [p for p in trace.positions if p.uniform is None]
-    rule = "argmax test" if trace.greedy else "accept if u &lt; accept chance"
-    head_cells = (f"<th>#</th><th>drafted</th><th colspan=2>{rule}</th><th>verdict</th>" if trace.greedy else
-                  f"<th>#</th><th>drafted</th><th>{d}(x), {t}(x)</th><th class=ratio>ratio</th><th>{rule}</th><th>verdict</th>")
-    rows = "".join(_verify_row(p, trace, t, d) for p in examined)
+    rule = tr(lang, "col.rule_greedy" if trace.greedy else "col.rule_mentored" if trace.kl_budget > 0 else "col.rule", t=t, d=d)
+    head_cells = (f"<th>#</th><th>{tr(lang, 'col.drafted')}</th><th colspan=2>{rule}</th><th>{tr(lang, 'col.verdict')}</th>"
+                  if trace.greedy else
+                  f"<th>#</th><th>{tr(lang, 'col.drafted')}</th><th>{tr(lang, 'col.bars', t=t, d=d)}</th>"
+                  f"<th class=ratio>{tr(lang, 'col.ratio')}</th><th>{rule}</th><th>{tr(lang, 'col.verdict')}</th>")
+    rows = "".join(_verify_row(p, trace, t, d, lang) for p in examined)
     if skipped:
         span = f"{skipped[0].index + 1}" + (f"–{skipped[-1].index + 1}" if len(skipped) > 1 else "")
-        rows += (f'<tr class="muted"><td colspan="6">position{"s" if len(skipped) > 1 else ""} {span} '
-                 f'({" ".join(_esc(p.draft_text) for p in skipped)}): not examined, an earlier draft was rejected</td></tr>')
-    return (f'<div class="card"><div class="card-head"><b>Step {trace.step}</b>{viewing} · γ = {trace.gamma} {mode} · '
-            f'{len(trace.emitted)} token{"s" if len(trace.emitted) != 1 else ""} from one target pass</div>'
-            f'<div class="phase"><b>1. Draft</b> — the draft sampled {trace.gamma}: {drafted}</div>'
-            f'<div class="phase"><b>2. Verify</b> — one target pass scored them all</div>'
-            f'<table class="verify"><tr>{head_cells}</tr>{rows}</table>{_correction(trace, t, d)}</div>')
+        rows += (f'<tr class="muted" data-phase="verify"><td colspan="6">'
+                 f'{tr(lang, "skipped", span=span, tokens=" ".join(_esc(p.draft_text) for p in skipped))}</td></tr>')
+    verify = tr(lang, "card.verify_greedy" if trace.greedy else "card.verify_mentored" if trace.kl_budget > 0
+                else "card.verify", t=t, d=d)
+    return (f'<div class="card" data-step="{trace.step}"><div class="card-head"><b>{tr(lang, "card.step", n=trace.step)}</b>'
+            f'{viewing} · γ = {trace.gamma} {mode} · {tr(lang, "card.tokens_from_pass", k=len(trace.emitted))}</div>'
+            f'<div class="phase" data-phase="draft">{tr(lang, "card.draft", g=trace.gamma, tokens=drafted)}</div>'
+            f'<div class="phase" data-phase="verify">{verify}</div>'
+            f'<div class="table-scroll" data-phase="verify"><table class="verify"><tr>{head_cells}</tr>{rows}</table></div>'
+            f'{_correction(trace, t, d, lang)}</div>')
 
 
-def narration(trace: StepTrace | None, notation: str = "leviathan") -> str:
+def round_summary(trace: StepTrace | None, notation: str = "leviathan", lang: str = "en") -> str:
+    """One sentence of what the round did, e.g. "drafted 4, kept 1; resampled 'We' from the residual:
+    2 tokens from 1 target pass" (with its T = 0 and mentored forms)."""
+    if trace is None:
+        return f'<div class="round-summary empty">{tr(lang, "sum.empty")}</div>'
+    c = trace.correction
+    token = f"<code>{_esc(c.text)}</code>"
+    kept = (tr(lang, "sum.kept_all", n=trace.step, g=trace.gamma) if trace.n_accepted == trace.gamma
+            else tr(lang, "sum.kept", n=trace.step, g=trace.gamma, k=trace.n_accepted))
+    if c.kind == "bonus":
+        how = tr(lang, "sum.bonus", token=token)
+    elif trace.greedy:
+        how = tr(lang, "sum.resampled_greedy", token=token, pos=c.position + 1)
+    elif trace.kl_budget > 0:
+        how = tr(lang, "sum.resampled_mentored", token=token)
+    else:
+        how = tr(lang, "sum.resampled", token=token)
+    semi, colon, period = tr(lang, "p.semicolon"), tr(lang, "p.colon"), tr(lang, "p.period")
+    sentence = f'{kept}{semi}{how}{colon}<b>{tr(lang, "sum.result", k=len(trace.emitted))}</b>'
+    if trace.kl_budget > 0:
+        where = [str(p.index + 1) for p in trace.positions if _exact_differs(p)]
+        sentence += f' <span class="badge lossy">{tr(lang, "sum.lossy")}</span>'
+        if where:
+            sentence += f'{semi}{tr(lang, "sum.exact_would", where=", ".join(where))}'
+    return f'<div class="round-summary" role="status" data-step="{trace.step}">{sentence}{period}</div>'
+
+
+def narration(trace: StepTrace | None, notation: str = "leviathan", lang: str = "en") -> str:
     """A plain-language account of the step, in the algorithm's order (Markdown)."""
     if trace is None:
-        return "*Nothing yet: press **Step**.*"
+        return tr(lang, "nar.empty")
     if getattr(trace, "tree", None) is not None:
         return tree_card.tree_narration(trace, notation)
     t, d = letters(notation)
-    drafted = ", ".join(f"“{show(p.draft_text)}” ({d} = {num(p.draft_prob)})" for p in trace.positions)
-    lines = [f"#### Step {trace.step}", f"**1. Draft:** the draft model proposed {trace.gamma} tokens: {drafted}.",
-             "", "**2. Verify:** the target scored all of them in one forward pass."]
+    q = (lambda text: f"“{show(text)}”")
+    drafted = ", ".join(f"{q(p.draft_text)} ({d} = {num(p.draft_prob)})" for p in trace.positions)
+    lines = [f"#### {tr(lang, 'card.step', n=trace.step)}", tr(lang, "nar.draft", g=trace.gamma, tokens=drafted),
+             "", tr(lang, "nar.verify")]
     for p in trace.positions:
+        verdict = tr(lang, "verdict.accepted" if p.verdict == "accepted" else "verdict.rejected")
         if p.uniform is None:
-            lines.append(f"- “{show(p.draft_text)}”: not examined, an earlier token was rejected.")
+            lines.append(tr(lang, "nar.skipped", token=q(p.draft_text)))
         elif trace.greedy:
             argmax = p.candidates[0]
-            lines.append(f"- “{show(p.draft_text)}”: at temperature 0 both models are certain of their argmax; the "
-                         f"target's argmax is “{show(argmax.text)}”, so the argmaxes "
-                         f"{'agree' if argmax.id == p.draft_token else 'differ'}: **{p.verdict}**.")
+            lines.append(tr(lang, "nar.greedy", token=q(p.draft_text), argmax=q(argmax.text), verdict=verdict,
+                            agree=tr(lang, "nar.agree" if argmax.id == p.draft_token else "nar.differ")))
         else:
             cmp = "<" if p.verdict == "accepted" else "≥"
-            chance = (f"the mentored accept chance {num(p.accept_prob)} (exact decoding: min(1, {t}/{d}) = "
-                      f"{num(p.exact_accept_prob)}; KL spent here {p.kl_spent:.3f} of the {trace.kl_budget:g} budget)"
-                      if trace.kl_budget > 0 else f"min(1, {t}/{d}) = {num(p.accept_prob)}")
-            lines.append(f"- “{show(p.draft_text)}”: the draft gave {d} = {num(p.draft_prob)}, the target gives {t} = "
-                         f"{num(p.target_prob)}; the uniform draw u = {num(p.uniform)} {cmp} {chance}: **{p.verdict}**.")
+            u, chance_text = decisive(p.uniform, p.accept_prob)
+            chance = (tr(lang, "nar.mentored_chance", m=chance_text, t=t, d=d, e=decisive(p.uniform, p.exact_accept_prob)[1],
+                         kl=f"{p.kl_spent:.3f}", budget=f"{trace.kl_budget:g}")
+                      if trace.kl_budget > 0 else f"min(1, {t}/{d}) = {chance_text}")
+            line = tr(lang, "nar.row", token=q(p.draft_text), d=d, t=t, q=num(p.draft_prob), p=num(p.target_prob),
+                      u=u, cmp=cmp, chance=chance, verdict=verdict)
+            if trace.kl_budget > 0 and _exact_differs(p):
+                line += " ⚠ " + tr(lang, "mentored.exact_rejects" if p.verdict == "accepted" else "mentored.exact_accepts")
+            lines.append(line)
     c = trace.correction
     lines.append("")
+    token = q(c.text)
     if c.kind == "resampled" and trace.kl_budget > 0:
-        lines.append(f"**3. Correct:** position {c.position + 1} was rejected, so “{show(c.text)}” was drawn from "
-                     f"mentored decoding's resampling distribution s, which leans towards tokens the target rates far "
-                     f"above the draft, instead of the exact residual norm(max(0, {t} − {d})).")
+        lines.append(tr(lang, "nar.correct_mentored", pos=c.position + 1, token=token, t=t, d=d))
     elif c.kind == "resampled":
-        lines.append(f"**3. Correct:** position {c.position + 1} was rejected, so a replacement “{show(c.text)}” "
-                     f"was drawn from the residual norm(max(0, {t} − {d})), which puts mass only where the target "
-                     f"wants more than the draft gave.")
+        lines.append(tr(lang, "nar.correct_resampled", pos=c.position + 1, token=token, t=t, d=d))
     else:
-        lines.append(f"**3. Correct:** every drafted token was accepted, so the target's distribution at the next "
-                     f"position (already computed) gave a bonus token “{show(c.text)}” for free.")
-    lines.append(f"\nThis step emitted **{len(trace.emitted)} token(s) for one target forward pass** "
-                 f"({trace.n_accepted} accepted + 1 {c.kind}).")
+        lines.append(tr(lang, "nar.correct_bonus", token=token))
+    lines.append("\n" + tr(lang, "nar.total", k=len(trace.emitted), a=trace.n_accepted, kind=tr(lang, f"kind.{c.kind}")))
     if trace.kl_budget > 0:
-        lines.append(f"\n*Mentored decoding (KL budget {trace.kl_budget:g} nats): lossy, the output may differ "
-                     f"from the target's distribution by up to that KL at each position.*")
+        lines.append("\n" + tr(lang, "nar.lossy", budget=f"{trace.kl_budget:g}"))
     if trace.notice:
-        lines.append(f"\n*Note: {trace.notice}.*")
+        lines.append("\n" + tr(lang, "nar.note", note=trace.notice))
     return "\n".join(lines)
 
 
-def token_span(text: str, verdict: str, step: int | None) -> str:
+def token_span(text: str, verdict: str, step: int | None, lang: str = "en") -> str:
     """One token of the generated text; step=None makes a legend sample (not clickable)."""
     symbol, colour, underline = VERDICT_STYLE[verdict]
+    name = tr(lang, f"verdict.{verdict}")
     attrs = (f'class="chip {verdict}" data-verdict="{verdict}" data-step="{step}" tabindex="0" role="button" '
-             f'title="step {step}: {verdict} (Enter shows the step)"' if step is not None
-             else f'class="legend-chip" title="{verdict}"')
+             f'title="{html.escape(tr(lang, "chip.title", n=step, verdict=name))}"' if step is not None
+             else f'class="legend-chip {verdict}" title="{html.escape(name)}"')
     shown = html.escape(text.replace(" ", "\u00a0") if text.strip() == "" and "\n" not in text else text) or "∅"
-    return f'<span {attrs} style="{underline} {colour}; cursor:pointer">{shown}</span>'
+    return f'<span {attrs} style="{underline} {var(ROLE[verdict])}; cursor:pointer">{shown}</span>'
 
 
-def text_view(prompt: str, traces: list[StepTrace], selected: int | None = None) -> str:
+def text_view(prompt: str, traces: list[StepTrace], selected: int | None = None, lang: str = "en") -> str:
     """The generated text as text: newlines break, each token marked by its verdict; rejected drafts
     carry the class "rejected" so a toggle can hide them without reflowing the rest."""
     parts = [f'<span class="prompt">{html.escape(prompt)}</span>']
-    for tr in traces:
-        inner = [token_span(e.text, e.kind, tr.step) for e in tr.emitted[: tr.n_accepted]]
-        inner += [token_span(r.text, "rejected", tr.step) for r in tr.rejected]
-        inner += [token_span(e.text, e.kind, tr.step) for e in tr.emitted[tr.n_accepted:]]
-        mark = ' selected' if tr.step == selected else ''
-        parts.append(f'<span class="step-group{mark}" data-step="{tr.step}">{"".join(inner)}</span>')
-    legend = " ".join(f"{token_span(k, k, None)}" for k in VERDICT_STYLE)
+    for t in traces:
+        inner = [token_span(e.text, e.kind, t.step, lang) for e in t.emitted[: t.n_accepted]]
+        inner += [token_span(r.text, "rejected", t.step, lang) for r in t.rejected]
+        inner += [token_span(e.text, e.kind, t.step, lang) for e in t.emitted[t.n_accepted:]]
+        mark = ' selected' if t.step == selected else ''
+        parts.append(f'<span class="step-group{mark}" data-step="{t.step}">{"".join(inner)}</span>')
+    legend = " ".join(f"{token_span(tr(lang, f'verdict.{k}'), k, None, lang)}" for k in VERDICT_STYLE)
     return (f'<div class="text-view">{"".join(parts)}</div>'
-            f'<div class="legend">{legend} · click or Tab + Enter on a token to see its step</div>')
+            f'<div class="legend">{legend} · {tr(lang, "legend.hint")}</div>')
 
 
-def counters_html(m: dict, device: str, lossy: bool, baseline_tokens: int, steps: int) -> str:
-    """Speculative vs target-only, from metrics.metrics(); timings flagged while warming up."""
+def counters_html(m: dict, device: str, lossy: bool, baseline_tokens: int, steps: int, lang: str = "en") -> str:
+    """Speculative vs target-only, from metrics.metrics(); timings flagged while warming up. The first
+    line carries the speed argument (target passes each way, tokens per pass, speedup) for a class."""
     if not steps:
-        return '<div class="counters muted">Counters appear after the first step.</div>'
-    badge = ' <span class="badge lossy">LOSSY run vs an exact baseline</span>' if lossy else ""
-    if m["speedup"] is None or m["warming_up"]:
-        speed = (f'<b>speedup</b>: warming up (timings count once both sides have {MIN_TIMED} forwards; '
-                 f'now {steps} steps)')
+        return f'<div class="counters muted">{tr(lang, "cnt.empty")}</div>'
+    badge = f' <span class="badge lossy">{tr(lang, "cnt.lossy")}</span>' if lossy else ""
+    warming = m["speedup"] is None or m["warming_up"]
+    if warming:
+        speed = tr(lang, "cnt.warming_long", need=MIN_TIMED, n=steps)
+        short = tr(lang, "cnt.warming", n=min(steps, MIN_TIMED), need=MIN_TIMED)
     else:
-        speed = (f'<b>speedup ×{m["speedup"]:.2f} ± {m["speedup_stderr"]:.2f}</b> measured here ({device}); '
-                 f'Thm 3.8 predicts ×{m["predicted_speedup_thm38"]:.2f} for α = {m["acceptance_rate"]:.2f}, '
-                 f'c = {m["cost_ratio_c"]:.2f}; best γ {m["best_gamma"]}')
+        speed = tr(lang, "cnt.measured", s=f'{m["speedup"]:.2f}', se=f'{m["speedup_stderr"]:.2f}', device=device,
+                   pred=f'{m["predicted_speedup_thm38"]:.2f}', a=f'{m["acceptance_rate"]:.2f}', c=f'{m["cost_ratio_c"]:.2f}',
+                   best=m["best_gamma"])
+        short = tr(lang, "cnt.speedup", s=f'{m["speedup"]:.2f}', se=f'{m["speedup_stderr"]:.2f}')
+    argument = tr(lang, "cnt.argument", spec=m["target_calls"], base=baseline_tokens,
+                  tpp=f'{m["tokens_per_target_call"]:.2f}', speed=short)
     rate = (lambda k: f'{m[k]:.0f}' if m[k] else "—")
-    rows = [("tokens", m["tokens"], baseline_tokens), ("target passes", m["target_calls"], baseline_tokens),
-            ("draft passes", m["draft_calls"], "—"),
-            ("tokens / s", rate("tokens_per_s_speculative"), rate("tokens_per_s_target_only"))]
+    alpha = tr(lang, "cnt.alpha", a=f'{m["acceptance_rate"]:.2f}', m=f'{m["mean_acceptance_length"]:.2f}')
+    rows = [(tr(lang, "cnt.tokens"), m["tokens"], baseline_tokens),
+            (tr(lang, "cnt.target_passes"), m["target_calls"], baseline_tokens),
+            (tr(lang, "cnt.draft_passes"), m["draft_calls"], "—"),
+            (tr(lang, "cnt.tokens_per_s"), rate("tokens_per_s_speculative"), rate("tokens_per_s_target_only"))]
     body = "".join(f"<tr><td>{a}</td><td><b>{b}</b></td><td>{c}</td></tr>" for a, b, c in rows)
-    return (f'<div class="counters"><table><tr><th></th><th>speculative</th><th>target only</th></tr>{body}</table>'
-            f'<div>α (accepted / tested) <b>{m["acceptance_rate"]:.2f}</b> · mean acceptance length '
-            f'<b>{m["mean_acceptance_length"]:.2f}</b>{badge}</div><div>{speed}</div></div>')
+    return (f'<div class="counters"><div class="speed-argument">{argument}</div><table><tr><th></th>'
+            f'<th>{tr(lang, "cnt.speculative")}</th><th>{tr(lang, "cnt.target_only")}</th></tr>{body}</table>'
+            f'<div>{alpha}{badge}</div>'
+            f'<div class="speed-long">{speed}</div></div>')
 
 
 METRIC_ROWS = [  # (key, name, one-line definition, format)
@@ -249,10 +331,11 @@ METRIC_ROWS = [  # (key, name, one-line definition, format)
 ]
 
 
-def analytics_html(m: dict) -> str:
-    """The metric set under the names vLLM and Leviathan et al. use, each with its definition."""
+def analytics_html(m: dict, lang: str = "en") -> str:
+    """The metric set under the names vLLM and Leviathan et al. use, each with its definition (those
+    names and definitions stay in English: they are the two communities' own terms)."""
     if not m.get("steps"):
-        return '<div class="muted">The metrics appear after the first step.</div>'
+        return f'<div class="muted">{tr(lang, "dbg.empty")}</div>'
     rows = "".join(f"<tr><td>{name}</td><td><b>{fmt.format(m[key])}</b></td><td class=muted>{html.escape(text)}</td></tr>"
                    for key, name, text, fmt in METRIC_ROWS)
     per_position = ", ".join(f"{x:.2f}" for x in m["per_position_acceptance"])

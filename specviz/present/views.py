@@ -21,6 +21,7 @@ from ..engine.presets import custom_pair, visitor_pair
 from ..engine.run import ComparedRun, RunSettings
 from . import export, playground_figures, render, run_figures, step_figures
 from .plotting import empty_figure
+from .i18n import tr
 from .render import Status
 
 
@@ -31,6 +32,7 @@ class Session:
         self.run: ComparedRun | None = None
         self.viewing: int | None = None      # step shown (None: the latest)
         self.playing = False
+        self.lang = "en"                    # the tab's language at its last Pause/Reset (for /reset)
         self.lock = threading.Lock()
         self.owner: str | None = None        # the client's session id, once an event named it
         self.notice = ""                     # said with the next Step (e.g. that an earlier run expired)
@@ -75,27 +77,30 @@ class View(NamedTuple):
     analytics_plot: go.Figure
     rejections: list
     most_rejected: str
+    round_summary: str        # appended last: /step's earlier outputs keep their order
 
 
-def build_view(session: Session, notation: str, status: Status = Status()) -> View:
-    """The view of the step the session is looking at (the latest unless a token was clicked)."""
+def build_view(session: Session, notation: str, status: Status = Status(), lang: str = "en") -> View:
+    """The view of the step the session is looking at (the latest unless a token was clicked), in `lang`."""
     run = session.run
     prompt = run.settings.prompt if run else ""
     traces = session.traces
     if not traces:
-        blank = empty_figure("press Step to draft and verify")
-        return View(render.text_view(prompt, []), render.step_card(None), render.counters_html({}, "", False, 0, 0),
-                    render.narration(None), blank, blank, blank, blank, None, render.message_html(status),
-                    render.analytics_html({}), blank, [], render.most_rejected_html([]))
+        blank = empty_figure(tr(lang, "fig.empty"))
+        return View(render.text_view(prompt, [], lang=lang), render.step_card(None, lang=lang),
+                    render.counters_html({}, "", False, 0, 0, lang), render.narration(None, lang=lang), blank, blank,
+                    blank, blank, None, render.message_html(status), render.analytics_html({}, lang), blank, [],
+                    render.most_rejected_html([]), render.round_summary(None, lang=lang))
     trace = traces[-1] if session.viewing is None else traces[session.viewing - 1]
     metrics = run.metrics()
-    return View(render.text_view(prompt, traces, trace.step), render.step_card(trace, notation, len(traces)),
-                render.counters_html(metrics, run.device, run.config.lossy, run.baseline_tokens(), len(traces)),
-                render.narration(trace, notation), step_figures.pq_figure(trace, notation),
+    return View(render.text_view(prompt, traces, trace.step, lang), render.step_card(trace, notation, len(traces), lang),
+                render.counters_html(metrics, run.device, run.config.lossy, run.baseline_tokens(), len(traces), lang),
+                render.narration(trace, notation, lang), step_figures.pq_figure(trace, notation),
                 step_figures.uniform_figure(trace, notation), step_figures.residual_figure(trace, notation),
                 run_figures.history_figure(traces, notation), trace.step, render.message_html(status),
-                render.analytics_html(metrics), run_figures.analytics_figure(traces, metrics, notation),
-                export.rejections(traces), render.most_rejected_html(export.most_rejected(traces)))
+                render.analytics_html(metrics, lang), run_figures.analytics_figure(traces, metrics, notation),
+                export.rejections(traces), render.most_rejected_html(export.most_rejected(traces)),
+                render.round_summary(trace, notation, lang))
 
 
 PAGE_MAX_NEW_TOKENS = 200  # the page's slider, and the /step API's limit (a session's traces stay small)
@@ -124,15 +129,15 @@ def settings_from(preset, prompt, gamma, temperature, top_k, top_p, kl_budget, s
     return RunSettings(pair=pair, prompt=clean_text(_text("prompt", prompt)), config=config)
 
 
-def step_session(session: Session, settings: RunSettings) -> Status:
+def step_session(session: Session, settings: RunSettings, lang: str = "en") -> Status:
     """One step of the session's run (a new run if the settings changed)."""
     note, session.notice = session.notice, ""
     if session.run is None or session.run.settings != settings:
-        note += "Settings changed: started a new run with them. " if session.traces else ""
+        note += tr(lang, "msg.settings_changed") if session.traces else ""
         session.run, session.viewing = ComparedRun(settings), None
     session.run.step()
     session.viewing = None
-    done = "Generation finished (EOS or max new tokens)." if session.run.finished else ""
+    done = tr(lang, "msg.finished") if session.run.finished else ""
     return Status("info", note + done) if note or done else Status()
 
 
@@ -203,17 +208,38 @@ REJECTION_COLUMNS = ["step", "position", "context", "drafted", "p (target)", "q 
 
 
 @with_lock
-def sweep_view(session: Session, notation: str):
+def sweep_view(session: Session, notation: str, lang: str = "en"):
     """(temperature-sweep figure, status) on the session's current context."""
     from ..engine.sweep import temperature_sweep
 
     if session.run is None or session.run.stateless:
-        return None, Status("error", "press Step first: the sweep runs on the current run's context"
-                            if session.run is None else "the sweep is not available on ZeroGPU")
+        return None, Status("error", tr(lang, "msg.sweep_first" if session.run is None else "msg.sweep_zerogpu"))
     try:
         return run_figures.sweep_figure(temperature_sweep(session.run.settings.load(), session.run.tokens), notation), Status()
     except (ValueError, RuntimeError) as err:
-        return None, Status("error", f"the sweep failed: {str(err).splitlines()[0]}")
+        return None, Status("error", tr(lang, "msg.sweep_failed", detail=str(err).splitlines()[0]))
+
+
+KL_GRID = (0.001, 0.003, 0.01, 0.03, 0.1, 0.3, 1.0)   # the budgets the KL scale's note compares
+
+
+@with_lock
+def kl_buys(session: Session, kl_budget: float, lang: str = "en") -> str:
+    """The acceptance a KL budget buys on the session's current context: the expected acceptance rate
+    Σ draft·accept of exact decoding (Σ min(p, q)) and of mentored decoding at this budget, at the next
+    position, from one forward of each model (HTML; a hint before the first Step)."""
+    from ..engine.sweep import next_acceptance
+
+    if session.run is None or session.run.stateless or not session.run.tokens:
+        return f'<span class="muted">{tr(lang, "kl.none")}</span>'
+    try:
+        budget = float(kl_budget or 0.0)
+        exact, mentored = next_acceptance(session.run.settings.load(), session.run.tokens, session.run.config, budget)
+    except (ValueError, RuntimeError, TypeError) as err:
+        return render.message_html(Status("error", str(err).splitlines()[0]))
+    if budget <= 0:
+        return f'<span>{tr(lang, "kl.exact")} · {exact:.3f}</span>'
+    return f'<span>{tr(lang, "kl.buys", exact=f"{exact:.3f}", kl=f"{budget:g}", mentored=f"<b>{mentored:.3f}</b>")}</span>'
 
 
 def drop_export(session: Session) -> None:

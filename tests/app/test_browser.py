@@ -24,13 +24,13 @@ def free_port() -> int:
 @pytest.fixture(scope="module")
 def served(pair):
     """(the app's Blocks, its URL): one server for the module."""
-    from specviz.app import CSS, PAGE_JS, build_app
+    from specviz.app import CSS, PAGE_JS, build_app, i18n
 
     demo = build_app()
     demo.queue(default_concurrency_limit=None)
     port = int(os.environ.get("GRADIO_SERVER_PORT") or free_port())
     _, url, _ = demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, js=PAGE_JS, css=CSS,
-                            quiet=True)
+                            i18n=i18n(), quiet=True)
     yield demo, url
     demo.close()
 
@@ -55,6 +55,7 @@ def open_page(browser, app_url, width=1400, height=1000):
     page = context.new_page()
     page.goto(app_url)
     expect(page.locator("#step-card")).to_contain_text("Press", timeout=TIMEOUT)
+    expect(page.locator("body[data-specviz-ready]")).to_be_attached(timeout=TIMEOUT)  # page.js has run
     return context, page
 
 
@@ -292,7 +293,10 @@ def test_debug_view_shows_vllm_metrics_and_a_rejection_click_shows_its_step(page
     page.get_by_text("Debug acceptance").click()
     expect(page.locator("#analytics")).to_contain_text("draft acceptance rate (vLLM)", timeout=TIMEOUT)
     expect(page.locator("#analytics")).to_contain_text("acceptance rate α (Leviathan)", timeout=TIMEOUT)
-    expect(page.locator("#analytics-plot g.point path").first).to_be_visible(timeout=TIMEOUT)
+    expect(page.locator("#analytics-plot g.point path").first).to_be_attached(timeout=TIMEOUT)
+    heights = page.locator("#analytics-plot g.point path").evaluate_all(
+        "els => els.map(e => e.getBoundingClientRect().height)")  # a bin of zero steps draws a zero-height bar
+    assert max(heights) > 0
     for n in range(5, 16):  # until the first rejection (α is about 0.9 on the bundled pair)
         text = page.locator("#rejections").inner_text()
         values = [v.strip() for v in text.split("resampled", 1)[1].split("\n") if v.strip()]
@@ -302,7 +306,7 @@ def test_debug_view_shows_vllm_metrics_and_a_rejection_click_shows_its_step(page
         expect(page.locator("#step-card")).to_contain_text(f"Step {n}", timeout=TIMEOUT)
     if values:  # a rejection happened: step, position, context, ... of the first one
         page.mouse.wheel(0, 4000)  # the table is far below the card
-        page.locator("#rejections").get_by_text(values[3], exact=True).first.click()
+        page.locator("#rejections").get_by_text(values[3], exact=True).filter(visible=True).first.click()
         expect(page.locator("#view-step input")).to_have_value(values[0], timeout=TIMEOUT)
         expect(page.locator("#step-card")).to_be_in_viewport(timeout=TIMEOUT)  # scrolled to, not left above
     assert all(v != "0" for v in values[4:8])  # probabilities never shown as a bare 0

@@ -54,3 +54,10 @@ def test_a_flood_of_worthless_sessions_evicts_only_worthless_ones_and_frees_them
         holder[f"anon-{i}"][state._id] = f"cheap-{i}"
     assert "visitor" in holder.session_data and len(holder.session_data) <= 3
     assert freed == [f"cheap-{i}" for i in range(8)] and "precious" not in freed
+def test_gradio_core_module_still_exports_change_locale():
+    """page.js moves gradio's label language (#lang) through changeLocale, exported by the frontend's core-*.js."""
+    from pathlib import Path
+
+    assets = Path(gr.__file__).parent / "templates" / "frontend" / "assets"
+    cores = [p for p in assets.glob("core-*.js") if "changeLocale" in p.read_text(encoding="utf-8", errors="ignore")]
+    assert cores, "gradio's frontend no longer exports changeLocale from core-*.js: see page.js step 1"

@@ -1,0 +1,334 @@
+"""Issue 17 in a real browser: classroom mode, every size and zoom, zh / ja, dark mode, keys, first-lesson defaults.
+
+One server and one chromium for the module; each test opens its own context (viewport, zoom as
+device_scale_factor, locale, colour scheme, touch)."""
+from __future__ import annotations
+
+import os
+import re
+
+import pytest
+
+from tests.app.test_browser import CHROMIUM, TIMEOUT, free_port, set_slider, step
+
+playwright = pytest.importorskip("playwright.sync_api")
+from playwright.sync_api import expect, sync_playwright  # noqa: E402
+
+pytestmark = pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="needs Debian's chromium")
+SHOTS = os.environ.get("SPECVIZ_SCREENSHOT_DIR")
+
+
+@pytest.fixture(scope="module")
+def app_url(pair):
+    from specviz.app import CSS, PAGE_JS, build_app, i18n
+
+    demo = build_app()
+    demo.queue(default_concurrency_limit=None)
+    _, url, _ = demo.launch(server_name="127.0.0.1", server_port=free_port(), prevent_thread_lock=True, js=PAGE_JS,
+                            css=CSS, i18n=i18n(), quiet=True)
+    yield url
+    demo.close()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=[
+            "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+            "--disable-sync", "--no-first-run"])
+        yield b
+        b.close()
+
+
+def open_page(browser, url, width, height, query="", **context):
+    ctx = browser.new_context(viewport={"width": width, "height": height}, **context)
+    page = ctx.new_page()
+    page.goto(url + query)
+    expect(page.locator("#step-card .card.empty")).to_be_visible(timeout=TIMEOUT)
+    expect(page.locator("body[data-specviz-ready]")).to_be_attached(timeout=TIMEOUT)  # page.js has run
+    return ctx, page
+
+
+def shot(page, name):
+    if SHOTS:
+        page.screenshot(path=os.path.join(SHOTS, name))
+
+
+def test_step_with_every_argument_left_out_shows_a_first_lesson(app_url):
+    """The defaults (prompt, T 0.5, seed 8, γ 4): round 1 keeps a prefix and resamples, and a bonus follows."""
+    from gradio_client import Client
+
+    client = Client(app_url, verbose=False)
+    summaries = [re.sub(r"<[^>]+>", "", client.predict(api_name="/step")[-1]) for _ in range(3)]
+    assert re.search(r"drafted 4, kept [1-3];", summaries[0]) and "from the residual" in summaries[0]
+    assert any("bonus token" in s for s in summaries[1:])
+
+
+def text_sizes_and_boxes(page):
+    return page.evaluate("""() => {
+      const texts = [...document.querySelectorAll('#step-card *, #round-summary *, #counters .speed-argument *')]
+        .filter(e => [...e.childNodes].some(n => n.nodeType === 3 && n.textContent.trim()) && e.offsetParent !== null
+                && !e.closest('.sv-hidden'));
+      const box = (s) => { const r = document.querySelector(s).getBoundingClientRect(); return [r.top, r.bottom]; };
+      return {min_font: Math.min(...texts.map(e => parseFloat(getComputedStyle(e).fontSize))),
+              bars: [...document.querySelectorAll('#step-card .verify .logbar')].map(e => e.getBoundingClientRect().width),
+              summary: box('#round-summary'), card: box('#step-card'), argument: box('#counters .speed-argument'),
+              buttons: ['#step', '#play', '#reset'].map(s => document.querySelector(s).getBoundingClientRect().height),
+              speed: document.querySelector('#speed input[type=number]').value,
+              speed_visible: document.querySelector('#speed').offsetParent !== null,
+              settings_hidden: document.querySelector('#settings').offsetParent === null};
+    }""")
+
+
+@pytest.mark.parametrize("width, height", [(1920, 1080), (1280, 720)])
+def test_classroom_mode_is_legible_and_fits_after_step(browser, app_url, width, height):
+    ctx, page = open_page(browser, app_url, width, height)
+    try:
+        set_slider(page, "gamma", 8)
+        page.locator("#classroom input").check()
+        for n in (1, 2):
+            step(page)
+            expect(page.locator("#step-card")).to_contain_text(f"Step {n}", timeout=TIMEOUT)
+        page.wait_for_timeout(600)
+        m = text_sizes_and_boxes(page)
+        assert m["min_font"] >= 20, m
+        assert m["bars"] and min(m["bars"]) >= 200, m
+        for part in ("summary", "card", "argument"):
+            top, bottom = m[part]
+            assert 0 <= top and bottom <= height, (part, m)
+        assert min(m["buttons"]) >= 48 and m["settings_hidden"] and m["speed_visible"] and float(m["speed"]) >= 2
+        shot(page, f"classroom-{width}x{height}.png")
+    finally:
+        ctx.close()
+
+
+def test_classroom_mode_from_the_url(browser, app_url):
+    ctx, page = open_page(browser, app_url, 1280, 720, "?classroom=1")
+    try:
+        expect(page.locator("#classroom input")).to_be_checked(timeout=TIMEOUT)
+        expect(page.locator("#settings")).to_be_hidden(timeout=TIMEOUT)
+    finally:
+        ctx.close()
+
+
+CUT_OFF = """() => {
+  const w = document.documentElement.clientWidth;
+  const scroller = (e) => { for (let a = e.parentElement; a; a = a.parentElement) {
+      const o = getComputedStyle(a).overflowX; if ((o === 'auto' || o === 'scroll') && a.scrollWidth > a.clientWidth) return true; }
+    return false; };
+  return [...document.querySelectorAll('body *')].filter(e => e.offsetParent !== null &&
+      [...e.childNodes].some(n => n.nodeType === 3 && n.textContent.trim()) && !e.closest('.js-plotly-plot, svg'))
+    .filter(e => { const r = e.getBoundingClientRect(); return r.width > 0 && (r.right > w + 1 || r.left < -1) && !scroller(e); })
+    .map(e => e.tagName + ':' + e.textContent.trim().slice(0, 30));
+}"""
+
+
+@pytest.mark.parametrize("width, height, scale", [(1024, 576, 1.25), (853, 480, 1.5), (640, 360, 2.0), (390, 844, 3.0)])
+def test_no_text_is_cut_off_at_any_zoom_or_on_a_phone(browser, app_url, width, height, scale):
+    ctx, page = open_page(browser, app_url, width, height, device_scale_factor=scale)
+    try:
+        step(page)
+        expect(page.locator("#step-card")).to_contain_text("Step 1", timeout=TIMEOUT)
+        page.locator("#debug").get_by_text("Debug acceptance").click()
+        expect(page.locator("#analytics table")).to_be_visible(timeout=TIMEOUT)
+        page.wait_for_timeout(800)
+        assert page.evaluate(CUT_OFF) == []
+        assert page.evaluate("document.documentElement.scrollWidth <= document.documentElement.clientWidth + 1")
+        if width == 390:
+            sizes = page.evaluate("""() => [...document.querySelectorAll('#timeline .chip, #controls button')]
+                .map(e => { const r = e.getBoundingClientRect(); return Math.min(r.width, r.height); })""")
+            assert min(sizes) >= 40
+            shot(page, "phone-debug-390x844.png")
+    finally:
+        ctx.close()
+
+
+@pytest.mark.parametrize("locale, step_label, accepted", [("zh-CN", "单步", "接受"), ("ja-JP", "ステップ", "採用")])
+def test_the_page_follows_the_browsers_language(browser, app_url, locale, step_label, accepted):
+    ctx, page = open_page(browser, app_url, 1280, 720, locale=locale)
+    try:
+        button = page.get_by_role("button", name=step_label, exact=True)
+        expect(button).to_be_visible(timeout=TIMEOUT)
+        button.click()
+        expect(page.locator("#round-summary")).to_contain_text("1", timeout=TIMEOUT)
+        expect(page.locator("#step-card")).to_contain_text(accepted, timeout=TIMEOUT)
+        expect(page.locator("#what-you-see")).not_to_contain_text("What you are seeing", timeout=TIMEOUT)
+        shot(page, f"lang-{locale}.png")
+        page.locator("#lang").get_by_text("English").click()   # the switch on the page
+        expect(page.get_by_role("button", name="Step", exact=True)).to_be_visible(timeout=TIMEOUT)
+        expect(page.locator("#step-card")).to_contain_text("accepted", timeout=TIMEOUT)
+    finally:
+        ctx.close()
+
+
+def ratio(a, b):
+    def lum(rgb):
+        c = [x / 255 for x in rgb]
+        c = [x / 12.92 if x <= 0.03928 else ((x + 0.055) / 1.055) ** 2.4 for x in c]
+        return 0.2126 * c[0] + 0.7152 * c[1] + 0.0722 * c[2]
+    hi, lo = sorted((lum(a), lum(b)), reverse=True)
+    return (hi + 0.05) / (lo + 0.05)
+
+
+COLOURS = """() => {
+  const rgb = (s) => (s.match(/[\\d.]+/g) || []).slice(0, 4).map(Number);
+  const bg = (e) => { for (let a = e; a; a = a.parentElement) { const c = rgb(getComputedStyle(a).backgroundColor);
+      if (c.length === 3 || (c.length === 4 && c[3] > 0.5)) return c.slice(0, 3); }
+    return rgb(getComputedStyle(document.body).backgroundColor).slice(0, 3); };
+  const texts = [...document.querySelectorAll('#step-card *, #round-summary *, #counters *, #what-you-see *')]
+    .filter(e => [...e.childNodes].some(n => n.nodeType === 3 && n.textContent.trim()) && e.offsetParent !== null)
+    .map(e => [e.tagName + ':' + e.textContent.trim().slice(0, 20), rgb(getComputedStyle(e).color).slice(0, 3), bg(e)]);
+  texts.push(['prompt', rgb(getComputedStyle(document.querySelector('#prompt textarea')).color).slice(0, 3),
+              bg(document.querySelector('#prompt textarea'))]);
+  const marks = [];
+  for (const t of document.querySelectorAll('#step-card .track')) {
+    marks.push(['tick', rgb(getComputedStyle(t.querySelector('.tick')).backgroundColor).slice(0, 3),
+                rgb(getComputedStyle(t.querySelector('.zone')).backgroundColor).slice(0, 3)]);
+  }
+  for (const b of document.querySelectorAll('#step-card .logbar')) {
+    marks.push(['bar', rgb(getComputedStyle(b.firstElementChild).backgroundColor).slice(0, 3), bg(b.parentElement)]);
+  }
+  return {texts, marks};
+}"""
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_text_and_marks_keep_their_contrast_in_light_and_dark_mode(browser, app_url, scheme):
+    ctx, page = open_page(browser, app_url, 1280, 720, color_scheme=scheme)
+    try:
+        step(page)
+        expect(page.locator("#step-card")).to_contain_text("Step 1", timeout=TIMEOUT)
+        page.wait_for_timeout(500)
+        found = page.evaluate(COLOURS)
+        low_text = [(n, round(ratio(c, b), 2)) for n, c, b in found["texts"] if ratio(c, b) < 4.5]
+        low_marks = [(n, round(ratio(c, b), 2)) for n, c, b in found["marks"] if ratio(c, b) < 3]
+        assert found["marks"] and low_text == [] and low_marks == []
+        if scheme == "dark":
+            shot(page, "dark-1280x720.png")
+    finally:
+        ctx.close()
+
+
+def test_keys_queue_act_on_the_visible_tab_and_work_after_a_radio(browser, app_url):
+    ctx, page = open_page(browser, app_url, 1280, 720)
+    try:
+        page.locator("#notation input[type=radio]").nth(1).check()   # a control that is not a text field
+        for _ in range(5):
+            page.keyboard.press("s")
+        expect(page.locator("#step-card")).to_contain_text("Step 5", timeout=3 * TIMEOUT)
+        page.get_by_role("tab", name="Playground: the proof").click()
+        page.keyboard.press("s")
+        page.keyboard.press("p")
+        page.wait_for_timeout(1500)
+        page.get_by_role("tab", name="Live models").click()
+        expect(page.locator("#step-card")).to_contain_text("Step 5", timeout=TIMEOUT)
+        assert page.locator("#play").inner_text() == "Play"
+        assert page.locator(".key-hint").first.is_visible()
+    finally:
+        ctx.close()
+
+
+def test_no_key_hints_on_a_touch_screen(browser, app_url):
+    ctx, page = open_page(browser, app_url, 390, 844, has_touch=True, is_mobile=True)
+    try:
+        expect(page.locator(".key-hint").first).to_be_hidden(timeout=TIMEOUT)
+    finally:
+        ctx.close()
+
+
+def test_no_label_covers_the_sticky_buttons_when_scrolled(browser, app_url):
+    ctx, page = open_page(browser, app_url, 1280, 720)
+    try:
+        for y in (140, 280, 600):
+            page.evaluate(f"window.scrollTo(0, {y})")
+            page.wait_for_timeout(200)
+            hits = page.evaluate("""() => ['#step', '#play', '#reset'].map(s => {
+                const r = document.querySelector(s).getBoundingClientRect();
+                const e = document.elementFromPoint(r.left + r.width / 2, r.top + r.height / 2);
+                return !!e && !!e.closest(s); })""")
+            assert hits == [True, True, True], y
+        step(page)
+        expect(page.locator("#step-card")).to_contain_text("Step 1", timeout=TIMEOUT)
+    finally:
+        ctx.close()
+
+
+def test_play_never_moves_a_page_the_reader_has_scrolled(browser, app_url):
+    ctx, page = open_page(browser, app_url, 390, 844)
+    try:
+        set_slider(page, "speed", 0.5)
+        page.locator("#play").click()
+        expect(page.locator("#step-card")).to_contain_text("Step 1", timeout=TIMEOUT)
+        page.evaluate("window.scrollTo(0, 900)")
+        page.wait_for_timeout(100)
+        # what the reader is looking at: the page block at the middle of the window, and where it is
+        page.evaluate("""() => { window.__seen = document.elementFromPoint(innerWidth / 2, innerHeight / 2).closest('.block');
+                                 window.__top = window.__seen.getBoundingClientRect().top; }""")
+        page.wait_for_function("Number(document.querySelector('#step-card .card')?.dataset.step) >= 4", timeout=TIMEOUT)
+        moved = page.evaluate("window.__seen.getBoundingClientRect().top - window.__top")
+        assert abs(moved) <= 2 and page.evaluate("window.scrollY") > 600
+        page.locator("#play").click()  # Pause (the sticky bar stays reachable)
+    finally:
+        ctx.close()
+
+
+def test_reveal_shows_draft_then_each_row_then_correct(browser, app_url):
+    ctx, page = open_page(browser, app_url, 1280, 720)
+    try:
+        page.locator("#reveal input").check()
+        step(page)
+        expect(page.locator("#step-card .card")).to_have_attribute("data-step", "1", timeout=TIMEOUT)
+        hidden = lambda: page.locator("#step-card .sv-hidden").count()  # noqa: E731
+        expect(page.locator("#step-card [data-phase=draft]")).to_be_visible(timeout=TIMEOUT)
+        seen = [hidden()]
+        while seen[-1]:
+            step(page)
+            page.wait_for_timeout(100)
+            seen.append(hidden())
+        rows = page.locator("#step-card tr.verify-row").count()
+        assert seen == sorted(seen, reverse=True) and len(seen) >= rows + 3  # verify heading, each row, correct
+        expect(page.locator("#step-card .card")).to_have_attribute("data-step", "1")
+        step(page)  # all shown: the next press runs the next round
+        expect(page.locator("#step-card .card")).to_have_attribute("data-step", "2", timeout=TIMEOUT)
+    finally:
+        ctx.close()
+
+
+def test_kl_scale_writes_the_budget_and_shows_what_it_buys(browser, app_url):
+    ctx, page = open_page(browser, app_url, 1280, 720)
+    try:
+        step(page)
+        expect(page.locator("#step-card")).to_contain_text("Step 1", timeout=TIMEOUT)
+        set_slider(page, "kl-scale", 5)   # 0, 0.001, 0.002, 0.005, 0.01, 0.02
+        expect(page.locator("#kl-budget input")).to_have_value("0.02", timeout=TIMEOUT)
+        expect(page.locator("#kl-buys")).to_contain_text("at KL 0.02", timeout=TIMEOUT)
+        exact, mentored = [float(x) for x in re.findall(r"\d\.\d{3}", page.locator("#kl-buys").inner_text())[:2]]
+        assert 0 < exact <= mentored <= 1
+    finally:
+        ctx.close()
+
+
+def test_phone_figures_keep_titles_legends_and_axis_titles_apart(browser, app_url):
+    ctx, page = open_page(browser, app_url, 390, 844)
+    try:
+        page.get_by_role("tab", name="Playground: the proof").click()
+        page.locator("#pg-run").click()
+        expect(page.locator("#pg-histogram g.point path").first).to_be_attached(timeout=TIMEOUT)
+        page.wait_for_timeout(1500)
+        for plot in ("#pg-decomposition", "#pg-histogram", "#pg-mentored"):
+            boxes = page.evaluate(f"""() => {{
+                const el = document.querySelector('{plot} .js-plotly-plot');
+                const r = (e) => {{ const b = e.getBoundingClientRect(); return [b.left, b.top, b.right, b.bottom]; }};
+                return {{title: [...el.querySelectorAll('.gtitle')].map(r), legend: [...el.querySelectorAll('.legend')].map(r),
+                         axes: [...el.querySelectorAll('.xtitle, .x2title, .ytitle, .y2title, .y3title')].map(r),
+                         fig: r(el)}}; }}""")
+            (title,), (legend,) = boxes["title"], boxes["legend"]
+            assert title[3] <= legend[1] or legend[3] <= title[1], plot   # no title under a legend
+            assert legend[2] <= boxes["fig"][2] + 1 and title[2] <= boxes["fig"][2] + 1, plot
+            axes = boxes["axes"]
+            for i, a in enumerate(axes):
+                for b in axes[i + 1:]:
+                    assert a[2] <= b[0] or b[2] <= a[0] or a[3] <= b[1] or b[3] <= a[1], plot  # axis titles apart
+        shot(page, "phone-playground-390x844.png")
+    finally:
+        ctx.close()
