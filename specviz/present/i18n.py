@@ -240,7 +240,7 @@ ZH = {
     "lbl.preset": "模型对",
     "lbl.gamma": "γ：每步草稿 token 数",
     "lbl.drafts": "k：每步草稿条数（> 1：k 条链作为 token 树一起验证）",
-    "lbl.temperature": "温度（0 = 贪心）",
+    "lbl.temperature": "温度（0 = 贪心解码）",
     "lbl.kl": "KL 预算（0 = 精确；> 0 = mentored decoding，有损）",
     "lbl.kl_scale": "对数刻度的 KL 预算（最左端 = 0，精确）",
     "lbl.notation": "记号",
@@ -248,7 +248,7 @@ ZH = {
     "lbl.top_k": "top-k（0 = 关闭）",
     "lbl.top_p": "top-p（1 = 关闭）",
     "lbl.seed": "本次运行的随机种子",
-    "lbl.max_new": "最多新 token 数",
+    "lbl.max_new": "最大生成 token 数",
     "lbl.speed": "播放：每步秒数",
     "lbl.own_pair": "自选模型对（hub id 或本地文件夹；替代预设）",
     "lbl.draft_model": "草稿模型",
@@ -256,9 +256,9 @@ ZH = {
     "lbl.show_rejected": "显示被拒绝的草稿（删除线）",
     "lbl.view_step": "当前显示的步",
     "lbl.details": "完整分布与文字叙述",
-    "lbl.history": "到目前为止的运行",
+    "lbl.history": "本次运行至今",
     "lbl.debug": "调试接受率：指标、拒绝记录、温度扫描、导出",
-    "lbl.rejections": "所有拒绝（点击一行查看该步）",
+    "lbl.rejections": "全部拒绝记录（点击一行查看该步）",
     "btn.sweep": "在当前上下文上做温度扫描",
     "btn.export": "导出本次运行",
     "lbl.json": "轨迹（JSON）",
@@ -271,28 +271,27 @@ ZH = {
     "pg.draft": "草稿分布权重",
     "pg.samples": "轮数",
     "pg.seed": "随机种子",
-    "pg.run": "运行这些轮",
+    "pg.run": "运行",
     "pg.kl": "mentored decoding：KL 预算（nats）",
-    "what": ("<b>你看到的是什么。</b>小的<b>草稿模型</b>先猜 γ 个 token；大的<b>目标模型</b>用<b>一次</b>前向计算检查全部。"
-             "输出文本的分布与目标模型自己采样的分布<b>完全相同</b>，而每次目标模型前向计算产出 1 + 被接受草稿数 个 token。"),
-    "intro": ("小的**草稿模型**猜 γ 个 token；大的**目标模型**用**一次**前向计算检查全部。当均匀随机数 u 小于 "
-              "min(1, {t}/{d}) 时保留该猜测；在第一个被拒绝的位置，从*残差分布* norm(max(0, {t} − {d})) 重采样一个替代 token；"
-              "若全部被接受，目标模型再额外给出一个 *bonus* token。输出的分布与目标模型单独采样**完全相同**"
-              "（温度为 0 时才退化为“argmax 一致就保留草稿”），但每次目标模型前向计算可以产出多个 token。"),
+    "what": ("<b>界面说明。</b>小的<b>草稿模型</b>先猜 γ 个 token；大的<b>目标模型</b>用<b>一次</b>前向计算检查全部"
+             "。输出文本的分布与目标模型自己采样的分布<b>完全相同</b>，而每次目标模型前向计算产出（被接受的草稿数 + 1）个 token。"),
+    "intro": ("小的**草稿模型**猜 γ 个 token；大的**目标模型**用**一次**前向计算检查全部。当均匀随机数 u 小于 min(1, {t"
+              "}/{d}) 时接受该猜测；在第一个被拒绝的位置，从*残差分布* norm(max(0, {t} − {d})) 重采样一个替代 toke"
+              "n；若全部被接受，目标模型再给出一个*额外 token*（bonus token）。输出的分布与目标模型单独采样**完全相同**（温度为 "
+              "0 时才退化为“argmax 一致就保留草稿”），但每次目标模型前向计算可以产出多个 token。"),
     "keys": "按键：<kbd>s</kbd> 单步，<kbd>p</kbd> 播放/暂停；用 Tab 选中 token 后按 Enter 查看它所在的步。",
-    "card.empty": ("按 <b>单步</b><span class=\"key-hint\">（或 <kbd>s</kbd> 键）</span>运行一轮：草稿模型提出 γ 个 token，"
-                   "目标模型一次检查全部，然后修正或追加一个 token。"),
+    "card.empty": ("按 <b>单步</b><span class=\"key-hint\">（或 <kbd>s</kbd> 键）</span>运行一步：草稿模"
+                   "型提出 γ 个 token，目标模型用一次前向计算检查全部，然后修正或追加一个 token。"),
     "card.step": "第 {n} 步",
     "card.viewing": "（正在查看；最新为第 {total} 步）",
     "card.tokens_from_pass": "一次目标模型前向计算产出 {k} 个 token",
     "badge.exact": "精确",
-    "badge.greedy": "贪心（T = 0）",
+    "badge.greedy": "贪心解码（T = 0）",
     "badge.lossy": "有损：mentored decoding，KL 预算 {kl}",
     "card.draft": "<b>1. 起草</b> — 草稿模型采样了 {g} 个：{tokens}",
     "card.verify": ("<b>2. 验证</b> — 目标模型一次前向计算给全部打分。若 u &lt; min(1, {t}(x)/{d}(x)) 则接受草稿 x，"
                     "其中 <b>u</b> 是每个位置新抽取的 [0, 1) 均匀随机数。"),
-    "card.verify_greedy": ("<b>2. 验证</b> — 目标模型一次前向计算给全部打分。T = 0 时两个模型都是确定的："
-                           "只要草稿是目标模型的 argmax 就接受（没有随机抽样）。"),
+    "card.verify_greedy": "<b>2. 验证</b> — 目标模型一次前向计算给全部打分。T = 0 时两个模型都是确定的：只要草稿是目标模型的 argmax 就接受（不抽随机数）。",
     "card.verify_mentored": ("<b>2. 验证</b> — 目标模型一次前向计算给全部打分。若 u &lt; mentored 接受概率则接受草稿，"
                              "其中 <b>u</b> 是新抽取的 [0, 1) 均匀随机数；精确解码会用同一个 u 与 min(1, {t}/{d}) 比较。"),
     "col.drafted": "草稿",
@@ -301,41 +300,40 @@ ZH = {
     "col.rule": "u &lt; min(1, {t}/{d}) 则接受",
     "col.rule_mentored": "u &lt; 接受概率 则接受",
     "col.rule_greedy": "argmax 检验",
-    "col.verdict": "结果",
+    "col.verdict": "判定",
     "verdict.accepted": "接受",
     "verdict.rejected": "拒绝",
-    "greedy.test": "目标 argmax {token}：{agrees}",
+    "greedy.test": "目标模型 argmax {token}：{agrees}",
     "greedy.agrees": "一致",
     "greedy.differs": "不一致",
     "mentored.rest": "· 精确 {e} · KL {kl}/{budget}",
     "mentored.exact_rejects": "精确解码在这里会拒绝",
     "mentored.exact_accepts": "精确解码在这里会接受",
     "skipped": "位置 {span}（{tokens}）：未检查，前面的草稿已被拒绝",
-    "correct.bonus": ("<b>3. 修正</b> — {g} 个草稿全部被接受，所以这次目标前向计算已经给出了下一个位置的分布 {t}："
-                      "免费得到 <b>bonus</b> token {token}。"),
+    "correct.bonus": "<b>3. 修正</b> — {g} 个草稿全部被接受，而这次目标前向计算已经算出了下一个位置的分布 {t}：从中直接采样出<b>额外 token</b> {token}，无需再做前向计算。",
     "correct.resampled": "<b>3. 修正</b> — 位置 {pos} 被拒绝：从 {source} <b>重采样</b>得到 {token}{why}。",
     "why.mentored": "，即 mentored 重采样分布",
     "why.greedy": "：温度为 0 时就是目标模型的 argmax",
     "why.residual": "，即残差分布：目标模型想要、而草稿模型给得不够的那部分概率",
     "source.mentored": "mentored s",
-    "top_of": "{source} 的前几名：",
+    "top_of": "{source} 中概率最高的几项：",
     "exact_prob": "精确 {x}",
     "sum.kept": "第 {n} 步：起草 {g} 个，接受 {k} 个",
     "sum.kept_all": "第 {n} 步：起草 {g} 个，全部 {g} 个被接受",
     "sum.resampled": "从残差分布重采样得到 {token}",
     "sum.resampled_greedy": "目标模型的 argmax {token} 替换了第 {pos} 个草稿",
     "sum.resampled_mentored": "从 mentored 分布 s 重采样得到 {token}",
-    "sum.bonus": "目标模型给出 bonus token {token}",
+    "sum.bonus": "目标模型给出额外 token {token}",
     "sum.result": "1 次目标前向计算产出 {k} 个 token",
     "sum.exact_would": "精确解码在位置 {where} 会作出不同决定",
     "sum.lossy": "有损",
     "p.semicolon": "；",
     "p.colon": "：",
     "p.period": "。",
-    "sum.empty": "每次单步之后，这里用一句话说明这一轮做了什么。",
+    "sum.empty": "每按一次单步，这里用一句话说明这一步做了什么。",
     "nar.empty": "*还没有内容：请按**单步**。*",
-    "nar.draft": "**1. 起草：**草稿模型提出了 {g} 个 token：{tokens}。",
-    "nar.verify": "**2. 验证：**目标模型用一次前向计算给它们全部打分。",
+    "nar.draft": "**1. 起草**：草稿模型提出了 {g} 个 token：{tokens}。",
+    "nar.verify": "**2. 验证**：目标模型用一次前向计算给它们全部打分。",
     "nar.skipped": "- {token}：未检查，前面的 token 已被拒绝。",
     "nar.greedy": ("- {token}：温度为 0 时两个模型都确定自己的 argmax；目标模型的 argmax 是 {argmax}，"
                    "所以两者 {agree}：**{verdict}**。"),
@@ -345,21 +343,20 @@ ZH = {
                             "预算为 {budget}）"),
     "nar.row": ("- {token}：草稿模型给出 {d} = {q}，目标模型给出 {t} = {p}；均匀随机数 u = {u} {cmp} "
                 "{chance}：**{verdict}**。"),
-    "nar.correct_mentored": ("**3. 修正：**位置 {pos} 被拒绝，所以 {token} 是从 mentored decoding 的重采样分布 s 中抽取的，"
-                             "它偏向目标模型评价远高于草稿模型的 token，而不是精确的残差分布 norm(max(0, {t} − {d}))。"),
-    "nar.correct_resampled": ("**3. 修正：**位置 {pos} 被拒绝，所以从残差分布 norm(max(0, {t} − {d})) 中重采样了替代 token "
-                              "{token}；该分布只在目标模型想要的概率多于草稿模型所给之处有质量。"),
-    "nar.correct_bonus": ("**3. 修正：**所有草稿 token 都被接受，所以目标模型在下一个位置的分布（已经算好）"
-                          "免费给出了 bonus token {token}。"),
-    "nar.total": "这一步**一次目标前向计算产出了 {k} 个 token**（{a} 个接受 + 1 个{kind}）。",
+    "nar.correct_mentored": ("**3. 修正**：位置 {pos} 被拒绝，所以 {token} 是从 mentored decoding 的重采样分布 s 中抽取的（"
+                             "代替精确的残差分布 norm(max(0, {t} − {d}))）；s 偏向目标模型评分远高于草稿模型的 token。"),
+    "nar.correct_resampled": ("**3. 修正**：位置 {pos} 被拒绝，所以从残差分布 norm(max(0, {t} − {d})) 中重采样了替代 token "
+                              "{token}；该分布只在目标模型想要的概率多于草稿模型所给之处才有概率质量。"),
+    "nar.correct_bonus": "**3. 修正**：所有草稿 token 都被接受，所以目标模型在下一个位置的分布（已经算好）直接给出了额外 token {token}，无需再做前向计算。",
+    "nar.total": "这一步**一次目标前向计算产出了 {k} 个 token**（{a} 个被接受 + 1 个{kind}）。",
     "nar.lossy": "*Mentored decoding（KL 预算 {budget} nats）：有损，输出在每个位置可与目标分布相差至多该 KL。*",
     "nar.note": "*注：{note}。*",
-    "kind.resampled": "重采样",
-    "kind.bonus": "bonus",
+    "kind.resampled": "重采样 token",
+    "kind.bonus": "额外 token",
     "chip.title": "第 {n} 步：{verdict}（按 Enter 查看该步）",
     "legend.hint": "点击 token 或用 Tab + Enter 查看它所在的步",
     "verdict.resampled": "重采样",
-    "verdict.bonus": "bonus",
+    "verdict.bonus": "额外 token",
     "cnt.empty": "第一步之后显示计数。",
     "cnt.speculative": "推测解码",
     "cnt.target_only": "仅目标模型",
@@ -369,27 +366,26 @@ ZH = {
     "cnt.tokens_per_s": "token / 秒",
     "cnt.argument": ("目标模型前向次数：推测解码 <b>{spec}</b> 次 vs 仅目标模型 <b>{base}</b> 次 · 每次目标前向 <b>{tpp}</b> 个 token · "
                      "{speed}"),
-    "cnt.speedup": "<b>加速 ×{s} ± {se}</b>",
+    "cnt.speedup": "<b>加速比 ×{s} ± {se}</b>",
     "cnt.warming": "加速比：预热中（{n}/{need} 步）",
     "cnt.alpha": "α（接受数 / 检验数）<b>{a}</b> · 平均接受长度 <b>{m}</b>",
     "cnt.lossy": "有损运行 vs 精确基线",
     "cnt.warming_long": "<b>加速比</b>：预热中（双方各有 {need} 次前向后才计时；现在 {n} 步）",
-    "cnt.measured": ("<b>加速 ×{s} ± {se}</b>，在此实测（{device}）；定理 3.8 对 α = {a}、c = {c} 预测 ×{pred}；"
-                     "最佳 γ {best}"),
+    "cnt.measured": "<b>加速比 ×{s} ± {se}</b>，在此实测（{device}）；定理 3.8 对 α = {a}、c = {c} 预测 ×{pred}；最佳 γ {best}",
     "kl.buys": "精确（KL 0）：此处接受率 {exact} · KL {kl} 时：{mentored}",
     "kl.exact": "KL 0：精确推测采样（无损）",
     "kl.none": "第一次单步后显示每个预算换来的接受率",
     "dbg.empty": "第一步之后显示指标。",
     "msg.reset": "已重置：下一次单步开始新的运行。",
     "msg.settings_changed": "设置已更改：已用新设置开始新的运行。",
-    "msg.finished": "生成结束（EOS 或达到最多新 token 数）。",
+    "msg.finished": "生成结束（EOS 或达到最大生成 token 数）。",
     "msg.cannot_step": "无法用这些设置运行（{detail}）",
     "msg.done_reset": "生成已结束：请按重置（或更改某项设置）重新开始",
     "msg.models_failed": "模型运行失败：{detail}",
     "msg.sweep_first": "请先单步：温度扫描在当前运行的上下文上进行",
     "msg.sweep_zerogpu": "ZeroGPU 上不提供温度扫描",
     "msg.sweep_failed": "温度扫描失败：{detail}",
-    "fig.empty": "按单步来起草并验证",
+    "fig.empty": "按“单步”开始起草并验证",
 }
 
 JA = {
@@ -406,17 +402,17 @@ JA = {
     "lbl.prompt": "プロンプト",
     "lbl.examples": "プロンプトの例",
     "lbl.preset": "モデルの組",
-    "lbl.gamma": "γ：1 ステップで起草するトークン数",
+    "lbl.gamma": "γ：1 ステップあたりのドラフトトークン数",
     "lbl.drafts": "k：1 ステップのドラフト数（> 1：k 本の系列をトークン木として検証）",
-    "lbl.temperature": "温度（0 = 貪欲）",
-    "lbl.kl": "KL 予算（0 = 厳密；> 0 = mentored decoding、非可逆）",
+    "lbl.temperature": "温度（0 = 貪欲法）",
+    "lbl.kl": "KL 予算（0 = 厳密；> 0 = mentored decoding：近似、出力分布が変わる）",
     "lbl.kl_scale": "対数目盛の KL 予算（左端 = 0、厳密）",
     "lbl.notation": "記法",
     "lbl.more": "その他の設定",
     "lbl.top_k": "top-k（0 = オフ）",
     "lbl.top_p": "top-p（1 = オフ）",
     "lbl.seed": "この実行の乱数シード",
-    "lbl.max_new": "新規トークンの最大数",
+    "lbl.max_new": "最大生成トークン数",
     "lbl.speed": "再生：1 ステップの秒数",
     "lbl.own_pair": "自分のモデルの組（hub の id またはローカルフォルダ；プリセットの代わり）",
     "lbl.draft_model": "ドラフトモデル",
@@ -425,7 +421,7 @@ JA = {
     "lbl.view_step": "表示中のステップ",
     "lbl.details": "分布の全体と文章による説明",
     "lbl.history": "これまでの実行",
-    "lbl.debug": "受理率のデバッグ：指標、棄却の一覧、温度スイープ、エクスポート",
+    "lbl.debug": "採用率のデバッグ：指標、棄却の一覧、温度スイープ、エクスポート",
     "lbl.rejections": "すべての棄却（行をクリックするとそのステップを表示）",
     "btn.sweep": "現在の文脈で温度スイープ",
     "btn.export": "実行をエクスポート",
@@ -439,32 +435,32 @@ JA = {
     "pg.draft": "ドラフトの重み",
     "pg.samples": "ラウンド数",
     "pg.seed": "乱数シード",
-    "pg.run": "ラウンドを実行",
+    "pg.run": "実行",
     "pg.kl": "mentored decoding：KL 予算（nats）",
-    "what": ("<b>ここに見えるもの。</b>小さな<b>ドラフトモデル</b>が γ 個のトークンを推測し、大きな<b>ターゲットモデル</b>が"
-             "<b>1 回</b>の計算ですべてを検査します。出てくるテキストはターゲット自身のサンプルと<b>まったく同じ</b>分布に従い、"
-             "ターゲットの 1 回の計算ごとに 1 + 採用されたドラフト数 のトークンが得られます。"),
-    "intro": ("小さな**ドラフトモデル**が γ 個のトークンを推測し、大きな**ターゲットモデル**が**1 回**の順伝播ですべてを検査します。"
-              "一様乱数 u が min(1, {t}/{d}) を下回れば推測を採用し、最初に棄却された位置では*残差分布* "
-              "norm(max(0, {t} − {d})) からサンプリングし直します。すべて採用されれば、ターゲットが*ボーナストークン*を"
-              "追加します。出力はターゲット単独でサンプリングした場合と**まったく同じ**分布に従います（温度 0 のときに限り"
-              "「argmax が一致する間ドラフトを残す」に帰着します）。それでいて 1 回のターゲットの計算で複数のトークンが得られます。"),
+    "what": ("<b>画面の説明。</b>小さな<b>ドラフトモデル</b>が γ 個のトークンを推測し、大きな<b>ターゲットモデル</b>が<b>1 "
+             "回</b>の順伝播ですべてを検査します。出てくるテキストはターゲット自身のサンプルと<b>まったく同じ</b>分布に従い、ターゲットの順伝"
+             "播 1 回ごとに（採用されたドラフト数 + 1）個のトークンが得られます。"),
+    "intro": ("小さな**ドラフトモデル**が γ 個のトークンを推測し、大きな**ターゲットモデル**が**1 回**の順伝播ですべてを検査します。一様"
+              "乱数 u が min(1, {t}/{d}) を下回れば推測を採用し、最初に棄却された位置では*残差分布* norm(max(0, {t}"
+              " − {d})) からサンプリングし直します。すべて採用されれば、ターゲットが*ボーナストークン*を追加します。出力はターゲット単独でサン"
+              "プリングした場合と**まったく同じ**分布に従います（温度 0 では「argmax が一致する間ドラフトを残す」に帰着します）。それでいて"
+              "ターゲットの順伝播 1 回で複数のトークンが得られます。"),
     "keys": "キー：<kbd>s</kbd> ステップ、<kbd>p</kbd> 再生/一時停止；Tab でトークンを選び Enter でそのステップを表示。",
-    "card.empty": ("<b>ステップ</b><span class=\"key-hint\">（または <kbd>s</kbd> キー）</span>を押すと 1 ラウンド実行します："
-                   "ドラフトが γ 個のトークンを提案し、ターゲットが 1 回ですべてを検査し、1 個のトークンが修正または追加されます。"),
+    "card.empty": ("<b>ステップ</b><span class=\"key-hint\">（または <kbd>s</kbd> キー）</span>を押すと "
+                   "1 ステップ実行します：ドラフトモデルが γ 個のトークンを提案し、ターゲットモデルが 1 回の順伝播ですべてを検査し、1 個のトークンを"
+                   "修正または追加します。"),
     "card.step": "ステップ {n}",
     "card.viewing": "（表示中；最新はステップ {total}）",
-    "card.tokens_from_pass": "ターゲット 1 回の計算で {k} トークン",
+    "card.tokens_from_pass": "ターゲットの順伝播 1 回で {k} トークン",
     "badge.exact": "厳密",
-    "badge.greedy": "貪欲（T = 0）",
-    "badge.lossy": "非可逆：mentored decoding、KL 予算 {kl}",
-    "card.draft": "<b>1. 起草</b> — ドラフトモデルが {g} 個サンプリング：{tokens}",
-    "card.verify": ("<b>2. 検証</b> — ターゲットが 1 回の計算ですべてを採点。u &lt; min(1, {t}(x)/{d}(x)) ならドラフト x を採用。"
-                    "<b>u</b> は位置ごとに新しく引く [0, 1) の一様乱数です。"),
-    "card.verify_greedy": ("<b>2. 検証</b> — ターゲットが 1 回の計算ですべてを採点。T = 0 では両モデルとも確定的："
-                           "ドラフトがターゲットの argmax である間は採用（乱数なし）。"),
-    "card.verify_mentored": ("<b>2. 検証</b> — ターゲットが 1 回の計算ですべてを採点。u &lt; mentored の採用確率 なら採用。"
-                             "<b>u</b> は新しく引く [0, 1) の一様乱数；厳密なデコーディングなら同じ u を min(1, {t}/{d}) と比べます。"),
+    "badge.greedy": "貪欲法（T = 0）",
+    "badge.lossy": "近似：mentored decoding、KL 予算 {kl}",
+    "card.draft": "<b>1. ドラフト</b> — ドラフトモデルが {g} 個サンプリング：{tokens}",
+    "card.verify": ("<b>2. 検証</b> — ターゲットが 1 回の順伝播ですべてを評価。u &lt; min(1, {t}(x)/{d}(x)) ならド"
+                    "ラフト x を採用。<b>u</b> は位置ごとに新しく引く [0, 1) の一様乱数です。"),
+    "card.verify_greedy": "<b>2. 検証</b> — ターゲットが 1 回の順伝播ですべてを評価。T = 0 では両モデルとも確定的：ドラフトがターゲットの argmax である間は採用（乱数なし）。",
+    "card.verify_mentored": ("<b>2. 検証</b> — ターゲットが 1 回の順伝播ですべてを評価。u &lt; mentored の採用確率 なら採用。<b>u<"
+                             "/b> は新しく引く [0, 1) の一様乱数；厳密なデコーディングなら同じ u を min(1, {t}/{d}) と比べます。"),
     "col.drafted": "ドラフト",
     "col.bars": "{d}(x)、{t}(x)、対数目盛",
     "col.ratio": "比",
@@ -480,9 +476,9 @@ JA = {
     "mentored.rest": "· 厳密 {e} · KL {kl}/{budget}",
     "mentored.exact_rejects": "厳密なデコーディングならここで棄却",
     "mentored.exact_accepts": "厳密なデコーディングならここで採用",
-    "skipped": "位置 {span}（{tokens}）：未検査、前のドラフトが棄却された",
-    "correct.bonus": ("<b>3. 修正</b> — {g} 個のドラフトがすべて採用されたので、ターゲットの計算は次の位置の分布 {t} も"
-                      "含んでいる：<b>ボーナストークン</b> {token} が無料で得られる。"),
+    "skipped": "位置 {span}（{tokens}）：未検査（それより前のドラフトが棄却されたため）",
+    "correct.bonus": ("<b>3. 修正</b> — {g} 個のドラフトがすべて採用されたので、ターゲットの順伝播で次の位置の分布 {t} もすでに得られている"
+                      "：追加の順伝播なしで<b>ボーナストークン</b> {token} を得る。"),
     "correct.resampled": "<b>3. 修正</b> — 位置 {pos} が棄却された：{source} から {token} を<b>サンプリングし直した</b>{why}。",
     "why.mentored": "（mentored の再サンプリング分布）",
     "why.greedy": "（温度 0 ではターゲットの argmax）",
@@ -490,41 +486,38 @@ JA = {
     "source.mentored": "mentored s",
     "top_of": "{source} の上位：",
     "exact_prob": "厳密 {x}",
-    "sum.kept": "ステップ {n}：{g} 個起草し {k} 個採用",
-    "sum.kept_all": "ステップ {n}：{g} 個起草し {g} 個すべて採用",
+    "sum.kept": "ステップ {n}：ドラフト {g} 個中 {k} 個を採用",
+    "sum.kept_all": "ステップ {n}：ドラフト {g} 個をすべて採用",
     "sum.resampled": "残差分布から {token} をサンプリングし直した",
-    "sum.resampled_greedy": "ターゲットの argmax {token} がドラフト {pos} を置き換えた",
+    "sum.resampled_greedy": "ターゲットの argmax {token} が {pos} 番目のドラフトを置き換えた",
     "sum.resampled_mentored": "mentored 分布 s から {token} をサンプリングし直した",
     "sum.bonus": "ターゲットからボーナストークン {token}",
-    "sum.result": "ターゲット 1 回の計算で {k} トークン",
+    "sum.result": "ターゲットの順伝播 1 回で {k} トークン",
     "sum.exact_would": "厳密なデコーディングなら位置 {where} で判定が異なった",
-    "sum.lossy": "非可逆",
+    "sum.lossy": "近似",
     "p.semicolon": "；",
     "p.colon": "：",
     "p.period": "。",
-    "sum.empty": "ステップのたびに、ここに 1 文でそのラウンドの内容が表示されます。",
+    "sum.empty": "ステップのたびに、そのステップで何が起きたかをここに 1 文で表示します。",
     "nar.empty": "*まだ何もありません：**ステップ**を押してください。*",
-    "nar.draft": "**1. 起草：**ドラフトモデルが {g} 個のトークンを提案：{tokens}。",
-    "nar.verify": "**2. 検証：**ターゲットが 1 回の順伝播でそのすべてを採点。",
-    "nar.skipped": "- {token}：未検査、前のトークンが棄却された。",
+    "nar.draft": "**1. ドラフト**：ドラフトモデルが {g} 個のトークンを提案：{tokens}。",
+    "nar.verify": "**2. 検証**：ターゲットが 1 回の順伝播でそのすべてを評価。",
+    "nar.skipped": "- {token}：未検査（それより前のトークンが棄却されたため）。",
     "nar.greedy": ("- {token}：温度 0 では両モデルとも argmax が確定；ターゲットの argmax は {argmax} なので、"
                    "argmax は{agree}：**{verdict}**。"),
     "nar.agree": "一致",
     "nar.differ": "不一致",
-    "nar.mentored_chance": ("mentored の採用確率 {m}（厳密なデコーディング：min(1, {t}/{d}) = {e}；ここで使った KL は {kl}、"
-                            "予算 {budget} のうち）"),
+    "nar.mentored_chance": "mentored の採用確率 {m}（厳密なデコーディング：min(1, {t}/{d}) = {e}；ここで使った KL は予算 {budget} のうち {kl}）",
     "nar.row": ("- {token}：ドラフトは {d} = {q}、ターゲットは {t} = {p}；一様乱数 u = {u} {cmp} {chance}："
                 "**{verdict}**。"),
-    "nar.correct_mentored": ("**3. 修正：**位置 {pos} が棄却されたので、{token} を mentored decoding の再サンプリング分布 s から"
-                             "引いた。s はターゲットがドラフトよりずっと高く評価するトークンに寄っており、厳密な残差分布 "
-                             "norm(max(0, {t} − {d})) の代わりに使われる。"),
-    "nar.correct_resampled": ("**3. 修正：**位置 {pos} が棄却されたので、代わりのトークン {token} を残差分布 "
-                              "norm(max(0, {t} − {d})) からサンプリングし直した。この分布は、ドラフトが与えた以上に"
-                              "ターゲットが望むところだけに質量を持つ。"),
-    "nar.correct_bonus": ("**3. 修正：**すべてのドラフトが採用されたので、次の位置のターゲットの分布（計算済み）から"
-                          "ボーナストークン {token} が無料で得られた。"),
+    "nar.correct_mentored": ("**3. 修正**：位置 {pos} が棄却されたので、{token} を mentored decoding の再サンプリング分布 s "
+                             "から引いた。s はターゲットがドラフトよりずっと高く評価するトークンに寄っており、厳密な残差分布 norm(max(0, {t} − {d"
+                             "})) の代わりに使われる。"),
+    "nar.correct_resampled": ("**3. 修正**：位置 {pos} が棄却されたので、代わりのトークン {token} を残差分布 norm(max(0, {t} − "
+                              "{d})) からサンプリングし直した。この分布は、ドラフトが与えた以上にターゲットが望むところだけに確率質量を持つ。"),
+    "nar.correct_bonus": "**3. 修正**：すべてのドラフトが採用されたので、次の位置のターゲットの分布（計算済み）から追加の順伝播なしでボーナストークン {token} が得られた。",
     "nar.total": "このステップは**ターゲット 1 回の順伝播で {k} トークン**を出力（採用 {a} + {kind} 1）。",
-    "nar.lossy": "*Mentored decoding（KL 予算 {budget} nats）：非可逆。各位置で出力はターゲットの分布からその KL まで離れうる。*",
+    "nar.lossy": "*Mentored decoding（KL 予算 {budget} nats）：近似であり厳密ではない。各位置で出力はターゲットの分布から最大でその KL だけ離れうる。*",
     "nar.note": "*注：{note}。*",
     "kind.resampled": "再サンプリング",
     "kind.bonus": "ボーナス",
@@ -536,32 +529,31 @@ JA = {
     "cnt.speculative": "投機的",
     "cnt.target_only": "ターゲットのみ",
     "cnt.tokens": "トークン数",
-    "cnt.target_passes": "ターゲットの計算回数",
-    "cnt.draft_passes": "ドラフトの計算回数",
+    "cnt.target_passes": "ターゲットの順伝播回数",
+    "cnt.draft_passes": "ドラフトの順伝播回数",
     "cnt.tokens_per_s": "トークン / 秒",
-    "cnt.argument": ("ターゲットの計算回数：投機的 <b>{spec}</b> 回 vs ターゲットのみ <b>{base}</b> 回 · 1 回あたり <b>{tpp}</b> "
-                     "トークン · {speed}"),
+    "cnt.argument": "ターゲットの順伝播回数：投機的 <b>{spec}</b> 回 vs ターゲットのみ <b>{base}</b> 回 · 1 回あたり <b>{tpp}</b> トークン · {speed}",
     "cnt.speedup": "<b>速度向上 ×{s} ± {se}</b>",
     "cnt.warming": "速度向上：ウォームアップ中（{n}/{need} ステップ）",
-    "cnt.alpha": "α（採用 / 検査）<b>{a}</b> · 平均受理長 <b>{m}</b>",
-    "cnt.lossy": "非可逆な実行 vs 厳密なベースライン",
-    "cnt.warming_long": "<b>速度向上</b>：ウォームアップ中（両側が {need} 回計算してから計測；現在 {n} ステップ）",
+    "cnt.alpha": "α（採用数 / 検査数）<b>{a}</b> · 平均採用長 <b>{m}</b>",
+    "cnt.lossy": "近似の実行 vs 厳密なベースライン",
+    "cnt.warming_long": "<b>速度向上</b>：ウォームアップ中（両方式とも {need} 回順伝播してから計測；現在 {n} ステップ）",
     "cnt.measured": ("<b>速度向上 ×{s} ± {se}</b>（ここで実測、{device}）；定理 3.8 の予測は α = {a}、c = {c} で ×{pred}；"
                      "最適な γ {best}"),
-    "kl.buys": "厳密（KL 0）：ここでの受理率 {exact} · KL {kl} では：{mentored}",
-    "kl.exact": "KL 0：厳密な投機的サンプリング（可逆）",
-    "kl.none": "各予算で得られる受理率は最初のステップの後に表示されます",
+    "kl.buys": "厳密（KL 0）：ここでの採用率 {exact} · KL {kl} では：{mentored}",
+    "kl.exact": "KL 0：厳密な投機的サンプリング（分布は変わらない）",
+    "kl.none": "各予算で得られる採用率は最初のステップの後に表示されます",
     "dbg.empty": "最初のステップの後に指標が表示されます。",
     "msg.reset": "リセットしました：次のステップで新しい実行が始まります。",
     "msg.settings_changed": "設定が変わったので、新しい設定で実行を始めました。",
-    "msg.finished": "生成が終了しました（EOS または新規トークンの最大数）。",
+    "msg.finished": "生成が終了しました（EOS または最大生成トークン数に到達）。",
     "msg.cannot_step": "この設定では実行できません（{detail}）",
     "msg.done_reset": "生成は終了しました：リセットを押す（または設定を変える）と最初から始まります",
     "msg.models_failed": "モデルの実行に失敗しました：{detail}",
     "msg.sweep_first": "先にステップを押してください：スイープは現在の実行の文脈で行います",
     "msg.sweep_zerogpu": "ZeroGPU ではスイープを使えません",
     "msg.sweep_failed": "スイープに失敗しました：{detail}",
-    "fig.empty": "ステップを押すと起草と検証を行います",
+    "fig.empty": "ステップを押すとドラフト生成と検証を行います",
 }
 
 CATALOGUE = {"en": EN, "zh": ZH, "ja": JA}

@@ -38,3 +38,16 @@ def test_browser_locales_pick_the_catalogue():
 
 def test_unknown_language_falls_back_to_english():
     assert tr("xx", "btn.step") == "Step" and tr("zh", "btn.step") == "单步" and tr("ja", "btn.step") == "ステップ"
+
+
+def test_bold_markdown_renders_in_every_language():
+    """CommonMark does not close ** after full-width punctuation: the ** must sit inside it."""
+    from markdown_it import MarkdownIt
+
+    from specviz.present.i18n import CATALOGUE
+
+    md = MarkdownIt("commonmark")
+    for lang, catalogue in CATALOGUE.items():
+        for key, text in catalogue.items():
+            if "**" in text:
+                assert "**" not in md.renderInline(text), (lang, key)

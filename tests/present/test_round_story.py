@@ -63,5 +63,5 @@ def test_mentored_rows_say_where_exact_decoding_differs(pair):
 def test_summary_and_card_in_chinese_and_japanese(pair):
     trace = first_rounds(pair, 0.5, steps=1)[0]
     assert "起草" in render.round_summary(trace, lang="zh") and "接受" in render.step_card(trace, lang="zh")
-    assert "起草" in render.round_summary(trace, lang="ja") and "採用" in render.step_card(trace, lang="ja")
+    assert "ドラフト" in render.round_summary(trace, lang="ja") and "採用" in render.step_card(trace, lang="ja")
     assert "min(1, φ/θ)" in render.step_card(trace, "masada", lang="ja")
