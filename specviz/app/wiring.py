@@ -62,9 +62,9 @@ def wire(demo: gr.Blocks, page: Page) -> None:
         return {session: s, **updates(view)}
 
     def on_tick(s, n, preset, prompt, gamma, temperature, top_k, top_p, kl_budget, seed, max_new_tokens, draft_model,
-                target_model, request: gr.Request):  # named: gradio passes a Request only to a positional parameter
+                target_model, drafts, request: gr.Request):  # one parameter per input: gradio passes a Request
         s, view, playing = tick_handler(adopt(s, request.session_hash), n, preset, prompt, gamma, temperature, top_k,
-                                        top_p, kl_budget, seed, max_new_tokens, draft_model, target_model)
+                                        top_p, kl_budget, seed, max_new_tokens, draft_model, target_model, drafts)
         return {session: s, **updates(view), **playing_updates(playing)}
 
     def on_play(s, seconds):
