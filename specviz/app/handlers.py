@@ -50,10 +50,15 @@ class ReleaseSession:
     plain repr, so the page's /config shows no memory address."""
 
     def __call__(self, session) -> None:
-        if isinstance(session, Session):
-            if session.owner and session.traces:
-                FREED.record(session.owner, getattr(session, "freed_because", "") or EXPIRED)
-            session.release()
+        """Never waits: a session whose lock is held is in an event right now, and gradio stores it
+        back (with a fresh time to live) when that event ends, so it is left as it is."""
+        if isinstance(session, Session) and session.lock.acquire(blocking=False):
+            try:
+                if session.owner and session.traces:
+                    FREED.record(session.owner, getattr(session, "freed_because", "") or EXPIRED)
+                session.release()
+            finally:
+                session.lock.release()
 
     def __repr__(self) -> str:
         return "release_session"

@@ -46,12 +46,12 @@ def call(url: str, api: str, body: str) -> tuple[str, object]:
     return event, (data.get("error") if isinstance(data, dict) else data)
 
 
-STEP = ["leviathan", "shakespeare", "KING.", 4, 1.0, 0, 1.0, 0.0, 0, 20, "", ""]  # /step's parameters in order
+STEP = ["leviathan", "shakespeare", "KING.", 4, 1.0, 0, 1.0, 0.0, 0, 20, "", "", 1]  # /step's parameters in order
 
 
 def step_body(**change) -> str:
     names = ["notation", "preset", "prompt", "gamma", "temperature", "top_k", "top_p", "kl_budget", "seed",
-             "max_new_tokens", "draft_model", "target_model"]
+             "max_new_tokens", "draft_model", "target_model", "drafts"]
     values = dict(zip(names, STEP))
     values.update(change)
     return json.dumps({"data": [values[n] for n in names]})
@@ -234,3 +234,19 @@ def test_the_pages_integer_fields_do_not_round_what_is_typed():
         assert by_id[elem_id].precision is None, elem_id
     step = next(fn for fn in demo.fns.values() if fn.api_name == "step")
     assert step.preprocess is False
+
+
+def test_a_session_in_an_event_is_not_freed_under_it(pair):
+    """gradio's expiry loop may fire while the session steps (its lock held): the run stays, since
+    gradio stores the session back when the event ends; once idle it is freed and its client noted."""
+    from specviz.app.handlers import FREED, release_session, step_handler
+    from specviz.present.views import Session
+
+    session = Session()
+    session.owner = "client-under-test"
+    step_handler(session, "leviathan", "shakespeare", "KING.", 4, 1.0, 0, 1.0, 0.0, 0, 20)
+    with session.lock:
+        release_session(session)
+    assert session.run is not None and len(session.traces) == 1
+    release_session(session)
+    assert session.run is None and FREED.pop("client-under-test")
