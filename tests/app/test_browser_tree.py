@@ -29,3 +29,19 @@ def test_a_tree_step_fits_one_1280x720_screen(browser, app_url):  # noqa: F811
         assert card["y"] >= 0 and card["y"] + card["height"] <= 720
     finally:
         context.close()
+
+
+def test_play_keeps_the_drafts_of_the_page(browser, app_url):  # noqa: F811
+    """Play ticks read #drafts like Step does: two ticks continue one tree run (no "Settings changed")."""
+    context, page = open_page(browser, app_url)
+    try:
+        set_slider(page, "drafts", 3)
+        step(page)
+        expect(page.locator("#step-card")).to_contain_text("k = 3 drafts", timeout=TIMEOUT)
+        page.get_by_role("button", name="Play", exact=True).click()
+        expect(page.locator("#step-card")).to_contain_text("Step 3", timeout=TIMEOUT * 3)
+        page.get_by_role("button", name="Pause", exact=True).click()
+        expect(page.locator("#step-card")).to_contain_text("k = 3 drafts", timeout=TIMEOUT)
+        assert "Settings changed" not in page.locator("#message").inner_text()
+    finally:
+        context.close()
