@@ -259,8 +259,9 @@ def _load_one(model_id: str, role: str, device: torch.device, dtype: torch.dtype
     options = hub_options(model_id, role)
     try:
         tokenizer = AutoTokenizer.from_pretrained(canonical(model_id), trust_remote_code=False, **options)
-        model = AutoModelForCausalLM.from_pretrained(canonical(model_id), dtype=dtype, trust_remote_code=False,
-                                                     **options)
+        with smollm2.quiet_if_shared(model_id):
+            model = AutoModelForCausalLM.from_pretrained(canonical(model_id), dtype=dtype, trust_remote_code=False,
+                                                         **options)
         return tokenizer, model.to(device).eval()
     except torch.cuda.OutOfMemoryError as err:
         raise ModelLoadError(f"out of memory loading the {role} model {name!r} on {device}: "

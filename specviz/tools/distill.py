@@ -28,7 +28,6 @@ import time
 from pathlib import Path
 
 import torch
-import torch.nn.functional as F
 
 from ..engine import smollm2
 
@@ -127,7 +126,7 @@ def generate(args) -> None:
     deadline = time.time() + 60 * args.minutes_generate
     shard = 0
     done_tokens = sum(torch.load(f)["tokens"] for f in glob.glob(str(work / "data" / "chat_*.pt")))
-    while time.time() < deadline:
+    while time.time() < deadline and not (args.shards and shard >= args.shards):
         path = work / "data" / f"chat_{shard:04d}.pt"
         if path.exists():
             shard += 1
@@ -240,7 +239,7 @@ def _loss(draft, head_w, index_of, rows, tv_weight: float):
 def train(args) -> None:
     work = Path(args.work)
     torch.manual_seed(args.seed)
-    model, tok = _load_target(args.threads)
+    model, _ = _load_target(args.threads)
     ids = torch.load(work / "vocab.pt").long()
     layers = [int(x) for x in args.layers.split(",")]
     draft = make_draft(model, layers)
@@ -278,7 +277,7 @@ def train(args) -> None:
             lr = args.lr * min(1.0, (step + 1) / 30) * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * frac)))
             for g in opt.param_groups:
                 g["lr"] = lr
-            loss, overlap, n = _loss(draft, head_w, index_of, batch, args.tv_weight)
+            loss, overlap, _ = _loss(draft, head_w, index_of, batch, args.tv_weight)
             opt.zero_grad(set_to_none=True)
             loss.backward()
             torch.nn.utils.clip_grad_norm_(params, 1.0)
@@ -380,6 +379,7 @@ def main(argv=None) -> None:
     parser.add_argument("--minutes-generate", type=float, default=30)
     parser.add_argument("--minutes-train", type=float, default=40)
     parser.add_argument("--batch", type=int, default=48, help="prompts sampled together")
+    parser.add_argument("--shards", type=int, default=0, help="stop after this many batches (0: at the time budget)")
     parser.add_argument("--max-new", type=int, default=160)
     parser.add_argument("--temperatures", default="1.0,0.7,1.0,1.2")
     parser.add_argument("--top-k", type=int, default=32, help="target log-probabilities kept per position")

@@ -51,14 +51,14 @@ def test_the_draft_ships_only_what_it_does_not_share(local):
 def test_prompts_go_through_the_chat_template(local):
     text = local.tokenizer.decode(local.encode("Why is the sky blue?"))
     assert text.endswith("<|im_start|>user\nWhy is the sky blue?<|im_end|>\n<|im_start|>assistant\n")
-    assert all(q.endswith("?") or q.endswith(".") for q in PRESETS["smollm2-local"].examples)
+    assert all(q.endswith(("?", ".")) for q in PRESETS["smollm2-local"].examples)
 
 
 def test_greedy_speculative_equals_the_baseline_cli():
     def run(*extra):
         out = subprocess.run([sys.executable, "-m", "specviz", "generate", "--preset", "smollm2-local", "--prompt",
                               "What is photosynthesis?", "--temperature", "0", "--gamma", "3",
-                              "--max-new-tokens", "16", "--json", *extra], capture_output=True, text=True, timeout=300)
+                              "--max-new-tokens", "16", "--json", *extra], capture_output=True, text=True, timeout=300, check=False)
         assert out.returncode == 0, out.stderr[-2000:]
         return json.loads(out.stdout)
     spec, base = run(), run("--baseline")
