@@ -46,12 +46,12 @@ def call(url: str, api: str, body: str) -> tuple[str, object]:
     return event, (data.get("error") if isinstance(data, dict) else data)
 
 
-STEP = ["leviathan", "shakespeare", "KING.", 4, 1.0, 0, 1.0, 0.0, 0, 20, "", "", 1]  # /step's parameters in order
+STEP = ["leviathan", "shakespeare", "KING.", 4, 1.0, 0, 1.0, 0.0, 0, 20, "", "", 1, "en"]  # /step's parameters in order
 
 
 def step_body(**change) -> str:
     names = ["notation", "preset", "prompt", "gamma", "temperature", "top_k", "top_p", "kl_budget", "seed",
-             "max_new_tokens", "draft_model", "target_model", "drafts"]
+             "max_new_tokens", "draft_model", "target_model", "drafts", "lang"]
     values = dict(zip(names, STEP))
     values.update(change)
     return json.dumps({"data": [values[n] for n in names]})
