@@ -1,6 +1,9 @@
 """Loading a draft/target pair with `from_pretrained`: device, dtype, compatibility, the pair cache.
 
 Pairs are named by `engine.presets`; this module owns the loaded weights (one cache per process).
+
+Just over 300 lines: the cache, its locks and the guarded load they protect (size check, time limit,
+load-then-admit) must be read together to see that a failed load changes nothing.
 """
 from __future__ import annotations
 

@@ -5,6 +5,9 @@ they arrive as format arguments ({t}, {d}) so the notation switch works everywhe
 field's own usage in each language: Kylin's post "Speculative Decoding 的 Sampling 误解浅析" (推测解码,
 重采样, 接受 / 拒绝) and Masada's lecture slides "Speculative Decoding" (採用, サンプリングし直す, 分布).
 `tests/present/test_i18n.py` checks every key exists in every language with the same placeholders.
+
+Long because it is a table: three dicts of the same keys, kept in one file so a translator sees them side
+by side (Kylin's post in fact writes accept/reject in English; Masada's slides say 採用する / 採用されない).
 """
 from __future__ import annotations
 

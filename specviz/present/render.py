@@ -3,6 +3,9 @@
 Plain strings only (no gradio, no plotly), so the app, the benchmark and tests all render the same.
 Every verdict has a shape as well as a colour (underline style, strike-through, symbol), and
 every colour used for text or a bar keeps at least 3:1 contrast on white (4.5:1 for text).
+
+Over 300 lines on purpose: the step card, the round summary and the narration tell the same round in
+the same order and share its helpers; the tree card (several drafts) lives in tree_card.py.
 """
 from __future__ import annotations
 

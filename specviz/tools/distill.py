@@ -15,6 +15,9 @@ Stages (each resumable: finished shards and checkpoints are kept under --work):
             (topics never trained on), the draft loaded from --out as the app loads it.
 
 Seeded throughout; every stage runs with one thread (torch.set_num_threads(1)) unless --threads.
+
+Over 300 lines on purpose: the four stages share their data format and seeds, and one file keeps the
+whole recipe reproducible from top to bottom.
 """
 from __future__ import annotations
 

@@ -9,10 +9,10 @@ import re
 
 import pytest
 
-from tests.app.test_browser import CHROMIUM, TIMEOUT, free_port, set_slider, step
+from tests.app.test_browser import CHROMIUM, TIMEOUT, browser, free_port, set_slider, step  # noqa: F401
 
 playwright = pytest.importorskip("playwright.sync_api")
-from playwright.sync_api import expect, sync_playwright  # noqa: E402
+from playwright.sync_api import expect  # noqa: E402
 
 pytestmark = pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="needs Debian's chromium")
 SHOTS = os.environ.get("SPECVIZ_SCREENSHOT_DIR")
@@ -28,16 +28,6 @@ def app_url(pair):
                             css=CSS, i18n=i18n(), quiet=True)
     yield url
     demo.close()
-
-
-@pytest.fixture(scope="module")
-def browser():
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=[
-            "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-            "--disable-sync", "--no-first-run"])
-        yield b
-        b.close()
 
 
 def open_page(browser, url, width, height, query="", **context):
