@@ -150,6 +150,7 @@ class StepTrace:
     rejected: list[EmittedToken] = field(default_factory=list)  # draft tokens thrown away this step
     drafts: int = 1         # k chains; > 1: `tree` tells the step, `positions` follow the accepted chain
     tree: TreeTrace | None = None
+    draft_reads_target: bool = False  # the draft reads the target's hidden states (engine/feature_draft.py)
 
     @property
     def greedy(self) -> bool:

@@ -3,8 +3,13 @@
 transformers' `DynamicCache` grows with each forward; after a rejection `crop_to` drops the rejected
 drafts' keys and values, so an accepted prefix is never recomputed. In transformers 5 `crop(-n)`
 removes n positions (a positive argument is refused); tests/engine/test_cache.py pins that.
+
+With `keep_features` the model also keeps its last hidden state at every position it has seen (the
+"features" a draft like `feature_draft.FeatureDraft` reads), cropped, expanded and selected with the cache.
 """
 from __future__ import annotations
+
+import copy
 
 import torch
 
@@ -12,21 +17,36 @@ import torch
 class CachedModel:
     """A causal LM with its KV cache: feed only the tokens it has not seen yet."""
 
-    def __init__(self, model, vocab_size: int):
+    def __init__(self, model, vocab_size: int, keep_features: bool = False):
         self.model, self.vocab_size = model, vocab_size
         self.cache = None
         self.seen = 0  # tokens whose keys/values are in the cache
         self.calls = 0
         self.rows = 1  # batch rows the cache holds: k while several drafts are scored, else 1
+        self.keep_features = keep_features
+        self.features = None  # [rows, seen, H] the last hidden state at every seen position (keep_features)
+
+    def _call(self, ids: torch.Tensor, keep: int, mask: torch.Tensor | None):
+        """One forward of ids [k, n] over the cache; subclasses change what goes in."""
+        return self.model(input_ids=ids, attention_mask=mask, past_key_values=self.cache, use_cache=True,
+                          logits_to_keep=keep, output_hidden_states=self.keep_features)
+
+    def _advance(self, out, n: int) -> None:
+        self.cache = out.past_key_values
+        self.seen += n
+        self.calls += 1
+        if self.keep_features:
+            new = out.hidden_states[-1]  # [k, n, H] after the final norm: what the head reads
+            if self.features is not None and self.features.shape[0] != new.shape[0]:
+                self.features = self.features.expand(new.shape[0], -1, -1)
+            self.features = new if self.features is None else torch.cat([self.features, new], 1)
 
     @torch.inference_mode()
     def forward(self, new_ids: list[int], keep: int = 0) -> torch.Tensor:
         """Logits [n, V] for the last `keep` positions of new_ids (0: all); extends the cache."""
         ids = torch.tensor([new_ids], device=self.model.device)
-        out = self.model(input_ids=ids, past_key_values=self.cache, use_cache=True, logits_to_keep=keep)
-        self.cache = out.past_key_values
-        self.seen += len(new_ids)
-        self.calls += 1
+        out = self._call(ids, keep, None)
+        self._advance(out, len(new_ids))
         return out.logits[0, :, : self.vocab_size]  # padded embedding rows masked off
 
     def prefill(self, ids: list[int]) -> None:
@@ -41,11 +61,8 @@ class CachedModel:
         if self.cache is not None and self.seen and self.rows != ids.shape[0]:
             raise ValueError(f"the cache holds {self.rows} rows, not {ids.shape[0]}: expand it first")
         mask = torch.ones(ids.shape[0], self.seen + ids.shape[1], dtype=torch.long, device=ids.device)  # no padding
-        out = self.model(input_ids=ids, attention_mask=mask, past_key_values=self.cache, use_cache=True,
-                         logits_to_keep=keep)
-        self.cache = out.past_key_values
-        self.seen += ids.shape[1]
-        self.calls += 1
+        out = self._call(ids, keep, mask)
+        self._advance(out, ids.shape[1])
         self.rows = ids.shape[0]
         return out.logits[:, :, : self.vocab_size]
 
@@ -54,15 +71,27 @@ class CachedModel:
         if self.cache is not None and self.rows == 1 and rows > 1:
             self.cache.batch_repeat_interleave(rows)
             self.rows = rows
+            if self.features is not None:
+                self.features = self.features.expand(rows, -1, -1)
 
     def keep_row(self, row: int) -> None:
         """Keep only row `row` of a batched cache (the accepted chain's): back to one row."""
         if self.cache is not None and self.rows > 1:
             self.cache.batch_select_indices(torch.tensor([row], device=self.model.device))
+        if self.features is not None and self.features.shape[0] > 1:
+            self.features = self.features[row: row + 1]
         self.rows = 1
+
+    def fork(self) -> CachedModel:
+        """A copy whose cache grows apart from this one's (the keys and values are copied once)."""
+        twin = copy.copy(self)
+        twin.cache = copy.deepcopy(self.cache)
+        return twin
 
     def crop_to(self, length: int) -> None:
         """Forget every position from `length` on (after a rejection): the cache keeps its first `length`."""
         if length < self.seen:
             self.cache.crop(length - self.seen)  # transformers 5.23: a negative count removes that many tokens
             self.seen = length
+            if self.features is not None:
+                self.features = self.features[:, :length]

@@ -15,6 +15,7 @@ one file so the algorithm reads top to bottom beside what the step card shows of
 """
 from __future__ import annotations
 
+import copy
 import time
 from dataclasses import dataclass, field
 
@@ -24,6 +25,7 @@ from ..core import sampling
 from ..core.config import DecodeConfig
 from ..core.trace import Candidate, Correction, Counters, EmittedToken, PositionTrace, StepRecord, StepTrace
 from .cache import CachedModel
+from .feature_draft import FeatureDraft, cached_draft, reads_features
 from .loading import ModelPair
 
 __all__ = ["DecodingFinished", "SpeculativeDecoder", "TargetOnlyDecoder",
@@ -107,8 +109,11 @@ class _Decoder:
             self.generator.set_state(torch.frombuffer(bytearray(resume.generator), dtype=torch.uint8))
             self.counters, self.finished = Counters(**vars(resume.counters)), resume.finished
             self.records, self.call_s = list(resume.records), list(resume.call_s)
-        self.target = CachedModel(pair.target, pair.vocab_size)
+        self.target = CachedModel(pair.target, pair.vocab_size, keep_features=self._needs_target_features())
         self.prefill_s = self._prefill(self.target)
+
+    def _needs_target_features(self) -> bool:
+        return False  # only a draft that reads the target's hidden states needs them kept
 
     def _prefill(self, model: CachedModel) -> float:
         """The last token stays pending: its logits start the next step."""
@@ -116,6 +121,18 @@ class _Decoder:
         model.prefill(self.tokens[:-1])
         _sync(self.pair.device)
         return time.perf_counter() - t0
+
+    def fork(self, seed: int):
+        """This run from where it stands, on with another seed: the caches are copied, not recomputed
+        (many seeded continuations of one prefix cost one prefill)."""
+        twin = copy.copy(self)
+        twin.tokens, twin.records, twin.call_s = list(self.tokens), list(self.records), list(self.call_s)
+        twin.counters = Counters(**vars(self.counters))
+        twin.generator = torch.Generator(device=self.pair.device).manual_seed(seed)
+        twin.target = self.target.fork()
+        if hasattr(self, "draft"):
+            twin.draft = self.draft.fork(twin.target) if isinstance(self.draft, FeatureDraft) else self.draft.fork()
+        return twin
 
     def state(self) -> DecoderState:
         return DecoderState(tokens=list(self.tokens), n_prompt=self.n_prompt, notice=self.notice,
@@ -197,8 +214,11 @@ class SpeculativeDecoder(_Decoder):
 
     def __init__(self, pair: ModelPair, prompt: str, config: DecodeConfig, *, resume: DecoderState | None = None):
         super().__init__(pair, prompt, config, resume=resume)
-        self.draft = CachedModel(pair.draft, pair.vocab_size)
+        self.draft = cached_draft(pair.draft, pair.vocab_size, self.target)
         self.prefill_s += self._prefill(self.draft)
+
+    def _needs_target_features(self) -> bool:
+        return reads_features(self.pair.draft)
 
     @property
     def steps(self) -> int:
@@ -312,7 +332,7 @@ class SpeculativeDecoder(_Decoder):
                          target_ms=record.target_s * 1e3, verify_ms=(record.step_s - record.draft_s - record.target_s) * 1e3,
                          counters=Counters(**vars(self.counters)), record=record, temperature=self.config.temperature,
                          finished=self.finished, notice=self.notice if step == 1 else "",
-                         rejected=self._rejected(drafted, result))
+                         rejected=self._rejected(drafted, result), draft_reads_target=reads_features(self.pair.draft))
 
     def _correction_trace(self, target_probs, drafted: _Drafted, result: sampling.Verification) -> Correction:
         """3. correct, as shown: the token added after the accepted drafts and the law it came from."""

@@ -10,7 +10,8 @@ tokenizer into a cache folder once, and every later start loads that folder with
 The draft in assets/models/smollm2-draft stores only its own layers: it shares the target's token
 embeddings, and its head scores only the `vocab_subset` most frequent tokens of the target's own answers
 (the draft gives every other token q = 0; exact speculative sampling stays exact because the residual
-max(0, p - q) puts those tokens' mass back). `attach_shared()` does both after `from_pretrained`.
+max(0, p - q) puts those tokens' mass back). `attach_shared()` does both after `from_pretrained`, and
+gives a draft that reads the target's hidden states (`feature_fc` in its specviz_shared.json) that layer.
 """
 from __future__ import annotations
 
@@ -149,3 +150,11 @@ def attach_shared(draft, target, folder: str | Path) -> None:
         draft.lm_head = SubsetHead(head, ids, vocab).to(head.device)
     else:
         draft.lm_head = target.get_output_embeddings()
+    fc_file = spec.get("feature_fc")
+    if fc_file:  # a draft that reads the target's hidden states (engine/feature_draft.py)
+        from safetensors.torch import load_file
+        weights = load_file(str(Path(folder) / fc_file))
+        out_dim, in_dim = weights["weight"].shape
+        fc = torch.nn.Linear(in_dim, out_dim, bias="bias" in weights)
+        fc.load_state_dict(weights)
+        draft.feature_fc = fc.to(device=head.device, dtype=head.dtype)

@@ -184,12 +184,14 @@ def step_card(trace: StepTrace | None, notation: str = "leviathan", total_steps:
         span = f"{skipped[0].index + 1}" + (f"–{skipped[-1].index + 1}" if len(skipped) > 1 else "")
         rows += (f'<tr class="muted" data-phase="verify"><td colspan="6">'
                  f'{tr(lang, "skipped", span=span, tokens=" ".join(_esc(p.draft_text) for p in skipped))}</td></tr>')
+    reads = (f'<div class="phase draft-reads" data-phase="draft">{tr(lang, "card.draft_reads", d=d)}</div>'
+             if getattr(trace, "draft_reads_target", False) else "")
     verify = tr(lang, "card.verify_greedy" if trace.greedy else "card.verify_mentored" if trace.kl_budget > 0
                 else "card.verify", t=t, d=d)
     return (f'<div class="card" data-step="{trace.step}"><div class="card-head"><b>{tr(lang, "card.step", n=trace.step)}</b>'
             f'{viewing} · γ = {trace.gamma} {mode} · {tr(lang, "card.tokens_from_pass", k=len(trace.emitted))}</div>'
             f'<div class="phase" data-phase="draft">{tr(lang, "card.draft", g=trace.gamma, tokens=drafted)}</div>'
-            f'<div class="phase" data-phase="verify">{verify}</div>'
+            f'{reads}<div class="phase" data-phase="verify">{verify}</div>'
             f'<div class="table-scroll" data-phase="verify"><table class="verify"><tr>{head_cells}</tr>{rows}</table></div>'
             f'{_correction(trace, t, d, lang)}</div>')
 

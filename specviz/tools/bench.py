@@ -14,6 +14,7 @@ import torch
 from ..core.config import DecodeConfig
 from ..core.metrics import metric_set
 from ..engine.cache import CachedModel
+from ..engine.feature_draft import cached_draft, reads_features
 from ..engine.decoders import SpeculativeDecoder, TargetOnlyDecoder
 from ..engine.loading import load_pair
 
@@ -27,10 +28,11 @@ def _timed(fn):
 def per_call_latency_ms(calls: list[tuple[object, int]], vocab: int, context: list[int], repeats: int,
                         block: int = 25) -> list[float]:
     """Median wall time in ms of one cached forward for each (model, new tokens) in `calls`, after
-    `context`, each measured in isolation: blocks of `block` consecutive calls of one model (as in
+    `context`, each measured in isolation (a model may come as an empty CachedModel, e.g. a draft reading
+    a target's features): blocks of `block` consecutive calls of one model (as in
     decoding, where a model runs several times in a row with its weights in cache), the blocks of the
     different calls alternating so that drift in the machine's speed hits them alike."""
-    cached = [CachedModel(model, vocab) for model, _ in calls]
+    cached = [model if isinstance(model, CachedModel) else CachedModel(model, vocab) for model, _ in calls]
     for c in cached:
         c.forward(context)
     times = [[] for _ in calls]
@@ -66,7 +68,10 @@ def run_bench(preset=None, draft=None, target=None, device=None, gamma=4, quick=
     records, calls, hf_tokens, hf_s = [], [], 0, 0.0
     # warm-up: first calls pay one-off allocation costs
     SpeculativeDecoder(pair, prompts[0], DecodeConfig(**config, seed=seed, record=False)).run()
-    hf_assisted(pair, pair.encode(prompts[0]), gamma, 8, seed)
+    # transformers' assisted generation cannot feed a draft the target's hidden states: no contender then
+    with_hf = not reads_features(pair.draft)
+    if with_hf:
+        hf_assisted(pair, pair.encode(prompts[0]), gamma, 8, seed)
     for prompt in prompts:
         for s in seeds:
             spec = SpeculativeDecoder(pair, prompt, DecodeConfig(**config, seed=s, record=False))
@@ -75,23 +80,31 @@ def run_bench(preset=None, draft=None, target=None, device=None, gamma=4, quick=
             base = TargetOnlyDecoder(pair, prompt, DecodeConfig(**config, seed=s))
             base.run()
             calls += base.call_s
-            n, dt = _timed(lambda: hf_assisted(pair, spec.prompt_ids, gamma, new_tokens, s))
-            hf_tokens, hf_s = hf_tokens + n, hf_s + dt
+            if with_hf:
+                n, dt = _timed(lambda: hf_assisted(pair, spec.prompt_ids, gamma, new_tokens, s))
+                hf_tokens, hf_s = hf_tokens + n, hf_s + dt
     m = metric_set(records, calls)  # the same metric set the app and the CLI show
-    hf_rate = hf_tokens / hf_s
+    hf_rate = hf_tokens / hf_s if with_hf else None
     context = pair.encode(prompts[0]) * 4
     repeats = 50 if quick else 300
+    features = reads_features(pair.draft)  # then the target keeps its hidden states, as in decoding
+    source = CachedModel(pair.target, pair.vocab_size, keep_features=True)
+    source.forward(context)
     draft_ms, target_ms, verify_ms = per_call_latency_ms(
-        [(pair.draft, 1), (pair.target, 1), (pair.target, gamma + 1)], pair.vocab_size, context, repeats)
+        [(cached_draft(pair.draft, pair.vocab_size, source), 1),
+         (CachedModel(pair.target, pair.vocab_size, keep_features=features), 1),
+         (CachedModel(pair.target, pair.vocab_size, keep_features=features), gamma + 1)],
+        pair.vocab_size, context, repeats)
     result = {
         "preset": pair.name, "device": str(pair.device), "dtype": str(pair.dtype).removeprefix("torch."),
         "gamma": gamma, "new_tokens_per_run": new_tokens,
         "runs": len(prompts) * len(seeds), "threads": torch.get_num_threads(),
         "tokens_per_s_speculative": round(m["tokens_per_s_speculative"], 1),
         "tokens_per_s_target_only": round(m["tokens_per_s_target_only"], 1),
-        "tokens_per_s_hf_assisted": round(hf_rate, 1),
+        "tokens_per_s_hf_assisted": round(hf_rate, 1) if with_hf else None,
         "speedup_vs_target_only": round(m["speedup"], 3),
-        "speedup_vs_hf_assisted": round(m["tokens_per_s_speculative"] / hf_rate, 3),
+        "speedup_vs_hf_assisted": round(m["tokens_per_s_speculative"] / hf_rate, 3) if with_hf else None,
+        "draft_reads_target_features": features,
         "acceptance_rate": round(m["acceptance_rate"], 4), "draft_acceptance_rate": round(m["draft_acceptance_rate"], 4),
         "tokens_per_target_call": round(m["tokens_per_target_call"], 3),
         "system_efficiency": round(m["system_efficiency"], 3),

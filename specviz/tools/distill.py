@@ -2,6 +2,10 @@
 
     python -m specviz.tools.distill all --work ~/.cache/specviz/distill --minutes-generate 30 --minutes-train 40
 
+With --draft features (the default) the features, train, save and evaluate stages are those of
+`distill_features.py` (a draft that reads the target's hidden states); --draft layers keeps the plain
+draft described below.
+
 Stages (each resumable: finished shards and checkpoints are kept under --work):
   generate  the target answers chat prompts written from topic x question templates (training topics
             only), sampled at several temperatures; each answer position keeps the target's top-k
@@ -239,6 +243,20 @@ def _loss(draft, head_w, index_of, rows, tv_weight: float):
     return kl + tv_weight * (1 - overlap), overlap.item(), len(pos)
 
 
+def scheduled_lr(base: float, step: int, frac: float, warmup: int) -> float:
+    """Linear warm-up over `warmup` steps, then cosine from base to 0.1 x base over the time budget."""
+    return base * min(1.0, (step + 1) / warmup) * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * min(frac, 1.0))))
+
+
+def optimizer_step(opt, params, loss, lr: float) -> None:
+    for g in opt.param_groups:
+        g["lr"] = lr
+    opt.zero_grad(set_to_none=True)
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(params, 1.0)
+    opt.step()
+
+
 def train(args) -> None:
     work = Path(args.work)
     torch.manual_seed(args.seed)
@@ -276,15 +294,9 @@ def train(args) -> None:
     while not done:
         rng = random.Random(args.seed * 7919 + epoch)
         for i, batch in enumerate(_batches(rows, args.batch_tokens, rng)):
-            frac = min((time.time() - t0) / budget, 1.0)
-            lr = args.lr * min(1.0, (step + 1) / 30) * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * frac)))
-            for g in opt.param_groups:
-                g["lr"] = lr
+            lr = scheduled_lr(args.lr, step, (time.time() - t0) / budget, warmup=30)
             loss, overlap, _ = _loss(draft, head_w, index_of, batch, args.tv_weight)
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(params, 1.0)
-            opt.step()
+            optimizer_step(opt, params, loss, lr)
             step += 1
             if step % 20 == 0:
                 with torch.no_grad():
@@ -374,7 +386,10 @@ def evaluate(args) -> dict:
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(prog="python -m specviz.tools.distill", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("stage", choices=("generate", "vocab", "train", "save", "evaluate", "all"))
+    parser.add_argument("stage", choices=("generate", "vocab", "features", "train", "save", "evaluate", "all"))
+    parser.add_argument("--draft", choices=("layers", "features"), default="features",
+                        help="layers: a few of the target's layers on tokens alone; features: one layer reading "
+                             "the target's hidden states (EAGLE; tools/distill_features.py)")
     parser.add_argument("--work", default=str(Path.home() / ".cache" / "specviz" / "distill"))
     parser.add_argument("--out", default=str(DEFAULT_OUT))
     parser.add_argument("--seed", type=int, default=0)
@@ -394,11 +409,23 @@ def main(argv=None) -> None:
     parser.add_argument("--tv-weight", type=float, default=0.5)
     parser.add_argument("--eval-prompts", type=int, default=40)
     parser.add_argument("--eval-tokens", type=int, default=64)
+    parser.add_argument("--feature-noise", type=float, default=0.1, help="features: uniform noise on the features read")
+    parser.add_argument("--feature-layers", type=int, default=1, help="features: the draft's decoder layers")
+    parser.add_argument("--checkpoint", default="train_features.pt", help="features: the training checkpoint under --work")
+    parser.add_argument("--reg-weight", type=float, default=1.0, help="features: weight of the feature regression")
     args = parser.parse_args(argv)
     Path(args.work).mkdir(parents=True, exist_ok=True)
-    stages = ("generate", "vocab", "train", "save", "evaluate") if args.stage == "all" else (args.stage,)
-    for stage in stages:
-        globals()[stage](args)
+    if args.draft == "features":
+        from . import distill_features
+
+        stages = {"generate": generate, "vocab": vocab, "features": distill_features.features,
+                  "train": distill_features.train, "save": distill_features.save, "evaluate": distill_features.evaluate}
+    else:
+        stages = {"generate": generate, "vocab": vocab, "train": train, "save": save, "evaluate": evaluate}
+    if args.stage not in stages and args.stage != "all":
+        parser.error(f"the {args.stage} stage belongs to --draft features")
+    for stage in stages if args.stage == "all" else (args.stage,):
+        stages[stage](args)
 
 
 if __name__ == "__main__":

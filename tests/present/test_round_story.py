@@ -65,3 +65,14 @@ def test_summary_and_card_in_chinese_and_japanese(pair):
     assert "起草" in render.round_summary(trace, lang="zh") and "接受" in render.step_card(trace, lang="zh")
     assert "ドラフト" in render.round_summary(trace, lang="ja") and "採用" in render.step_card(trace, lang="ja")
     assert "min(1, φ/θ)" in render.step_card(trace, "masada", lang="ja")
+
+
+def test_the_card_says_what_a_draft_reading_the_targets_hidden_states_sees(pair):
+    """Only a draft that reads the target's features gets the note, in the notation's letter and each language."""
+    [trace] = first_rounds(pair, 1.0, steps=1)
+    assert "draft-reads" not in render.step_card(trace)
+    trace.draft_reads_target = True
+    english = text(render.step_card(trace, "leviathan"))
+    assert "hidden state" in english and "changes only q" in english
+    assert "changes only p" in text(render.step_card(trace, "chen")) and "changes only θ" in text(render.step_card(trace, "masada"))
+    assert "隐藏状态" in render.step_card(trace, lang="zh") and "隠れ状態" in render.step_card(trace, lang="ja")
