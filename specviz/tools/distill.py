@@ -412,6 +412,7 @@ def main(argv=None) -> None:
     parser.add_argument("--feature-noise", type=float, default=0.1, help="features: uniform noise on the features read")
     parser.add_argument("--feature-layers", type=int, default=1, help="features: the draft's decoder layers")
     parser.add_argument("--checkpoint", default="train_features.pt", help="features: the training checkpoint under --work")
+    parser.add_argument("--unroll", type=int, default=2, help="features: levels of the draft reading its own guesses")
     parser.add_argument("--reg-weight", type=float, default=1.0, help="features: weight of the feature regression")
     args = parser.parse_args(argv)
     Path(args.work).mkdir(parents=True, exist_ok=True)

@@ -93,14 +93,15 @@ def _sequences(work: Path) -> list[tuple]:
     return out
 
 
-def _run(draft, embed, batch, noise: float, generator: torch.Generator | None):
-    """The draft over each sequence teacher-forced with the target's features: output [B, L-1, H] at positions 1..L-1."""
+def _run(draft, embed, batch, fed: list[torch.Tensor], noise: float, generator: torch.Generator | None):
+    """The draft over each sequence, fed `fed[b]` [L-1, H] beside tokens 1..L-1 (the feature of the position
+    before each): its output [B, L-1, H], at position j its guess of the target's f_j."""
     hidden = embed.weight.shape[1]
     width = max(len(s[0]) for s in batch) - 1
     x = torch.zeros(len(batch), width, 2 * hidden)
-    for b, (tokens, feats, *_) in enumerate(batch):
+    for b, (tokens, *_) in enumerate(batch):
         n = len(tokens) - 1
-        f = feats[:n]
+        f = fed[b][:n]
         if noise:  # EAGLE's uniform noise on the features it reads
             f = f + noise * (2 * torch.rand(f.shape, generator=generator) - 1)
         x[b, :n, :hidden] = embed.weight[torch.tensor(tokens[1:])]
@@ -108,23 +109,34 @@ def _run(draft, embed, batch, noise: float, generator: torch.Generator | None):
     return draft.model(inputs_embeds=draft.feature_fc(x)).last_hidden_state
 
 
-def _loss(draft, embed, head_w, index_of, batch, noise, reg_weight, generator=None):
-    out = _run(draft, embed, batch, noise, generator)
-    hidden = out.shape[-1]
-    reg, ce, overlap, n = 0.0, 0.0, 0.0, 0
-    for b, (tokens, feats, start, tk_ids, tk_logp) in enumerate(batch):
-        js = torch.arange(max(start, 1), len(tokens) - 1)   # positions whose next token is an answer token
-        guess, true = out[b, js - 1], feats[js]             # [m, H]
-        reg = reg + torch.nn.functional.smooth_l1_loss(guess, true, reduction="sum") / hidden
-        k0 = int(js[0]) - start
-        p = tk_logp[k0:k0 + len(js)].exp()                  # [m, k] the target's top-k at T = 1
-        j = index_of[tk_ids[k0:k0 + len(js)]]
-        inside = j >= 0
-        logq = (guess @ head_w.T).log_softmax(-1).gather(1, j.clamp(min=0))
-        ce = ce - (p * logq * inside).sum()
-        overlap += (torch.minimum(p, logq.exp()) * inside).sum().item()
-        n += len(js)
-    return reg_weight * reg / n + ce / n, overlap / n
+def _loss(draft, embed, head_w, index_of, batch, noise, reg_weight, generator=None, unroll: int = 1):
+    """Regression to the target's features + cross-entropy of its top-k, averaged over `unroll` levels: level 1
+    reads the target's features; level k reads, at each position, the draft's own level k-1 guess of the
+    feature before it (as when it drafts its k-th token: EAGLE-3's training-time test, Li et al. 2025).
+    Returns the loss and the top-k overlap sum min(p, q) at each level."""
+    fed = [feats[:-1] for _, feats, *_ in batch]  # level 1: f_{j-1}, the target's own
+    total, overlaps = 0.0, []
+    for _ in range(unroll):
+        out = _run(draft, embed, batch, fed, noise, generator)
+        hidden = out.shape[-1]
+        reg, ce, overlap, n = 0.0, 0.0, 0.0, 0
+        for b, (tokens, feats, start, tk_ids, tk_logp) in enumerate(batch):
+            js = torch.arange(max(start, 1), len(tokens) - 1)   # positions whose next token is an answer token
+            guess, true = out[b, js - 1], feats[js]             # [m, H]
+            reg = reg + torch.nn.functional.smooth_l1_loss(guess, true, reduction="sum") / hidden
+            k0 = int(js[0]) - start
+            p = tk_logp[k0:k0 + len(js)].exp()                  # [m, k] the target's top-k at T = 1
+            j = index_of[tk_ids[k0:k0 + len(js)]]
+            inside = j >= 0
+            logq = (guess @ head_w.T).log_softmax(-1).gather(1, j.clamp(min=0))
+            ce = ce - (p * logq * inside).sum()
+            overlap += (torch.minimum(p, logq.exp()) * inside).sum().item()
+            n += len(js)
+        total = total + (reg_weight * reg / n + ce / n) / unroll
+        overlaps.append(overlap / n)
+        # the next level reads, beside token j, the draft's guess of f_{j-1} (the first position keeps f_0)
+        fed = [torch.cat([feats[:1], out[b, : len(tokens) - 2].detach()]) for b, (tokens, feats, *_) in enumerate(batch)]
+    return total, overlaps
 
 
 def train(args) -> None:
@@ -153,15 +165,15 @@ def train(args) -> None:
         for i in range(0, len(order), 8):
             lr = distill.scheduled_lr(args.lr, step, (time.time() - t0) / budget, warmup=20)
             loss, overlap = _loss(draft, embed, head_w, index_of, [seqs[j] for j in order[i:i + 8]],
-                                  args.feature_noise, args.reg_weight, generator)
+                                  args.feature_noise, args.reg_weight, generator, unroll=args.unroll)
             distill.optimizer_step(opt, params, loss, lr)
             step += 1
             if step % 50 == 0:
                 with torch.no_grad():
-                    _, watched = _loss(draft.eval(), embed, head_w, index_of, watch, 0.0, args.reg_weight)
+                    _, watched = _loss(draft.eval(), embed, head_w, index_of, watch, 0.0, args.reg_weight, unroll=3)
                     draft.train()
-                distill._log(work, f"step {step} epoch {epoch} loss {loss.item():.3f} overlap(top-k) {overlap:.3f} "
-                             f"watch {watched:.3f} lr {lr:.1e} {(time.time() - t0) / 60:.1f} min")
+                distill._log(work, f"step {step} epoch {epoch} loss {loss.item():.3f} overlap(top-k) {overlap[0]:.3f} "
+                             f"watch by depth {[round(w, 3) for w in watched]} lr {lr:.1e} {(time.time() - t0) / 60:.1f} min")
             if time.time() - t0 >= budget:
                 break
         epoch += 1

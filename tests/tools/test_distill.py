@@ -1,0 +1,82 @@
+"""The smollm2-local draft's recipe (tools/distill.py, tools/distill_features.py) on the real target, with tiny
+budgets: the splits, a training step that learns, and every stage end to end into a folder the app loads."""
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+import torch
+
+from specviz.tools import distill, distill_features
+
+
+def test_held_out_prompts_share_no_topic_with_training_prompts():
+    train, held = distill.prompts("train"), distill.prompts("held-out")
+    held_topics = {t for i, t in enumerate(distill.TOPICS) if i % distill.HELD_OUT_EVERY == 0}
+    assert len(held) == len(held_topics) * len(distill.TEMPLATES) and len(train) + len(held) == len(set(train + held))
+    assert not any(topic in prompt for prompt in train for topic in held_topics if topic != "Shakespeare")
+    assert distill.prompts("train", seed=1) != train and sorted(distill.prompts("train", seed=1)) == sorted(train)
+
+
+@pytest.fixture(scope="module")
+def target():
+    model, _ = distill._load_target(torch.get_num_threads())
+    return model
+
+
+def test_the_feature_draft_starts_from_the_targets_last_layer_and_reads_features(target):
+    draft = distill_features.make_draft(target)
+    assert draft.config.num_hidden_layers == 1
+    assert torch.equal(draft.model.layers[0].mlp.up_proj.weight, target.model.layers[-1].mlp.up_proj.weight)
+    assert draft.feature_fc.in_features == 2 * target.config.hidden_size
+
+
+def test_a_few_steps_on_one_batch_lower_the_loss_at_both_unrolled_levels(target):
+    """Two sequences of the target's own text (its features and top-8 at T = 1, computed here), 15 AdamW
+    steps: the loss and the top-k overlap at levels 1 and 2 must improve."""
+    torch.manual_seed(0)
+    rng = random.Random(0)
+    ids = torch.tensor(sorted(rng.sample(range(target.config.vocab_size), 2048)))
+    seqs = []
+    with torch.no_grad():
+        for text in ("The sky is blue because light scatters in the air.", "Plants make food from sunlight and water."):
+            tokens = [1] + [rng.choice(ids.tolist()) for _ in range(24)]
+            out = target.model(torch.tensor([tokens])).last_hidden_state[0]
+            top = target.lm_head(out[1:-1]).log_softmax(-1).topk(8)
+            seqs.append((tokens, out, 1, top.indices, top.values))
+    draft = distill_features.make_draft(target).train()
+    index_of = torch.full((target.config.vocab_size,), -1, dtype=torch.long)
+    index_of[ids] = torch.arange(len(ids))
+    args = (draft, target.get_input_embeddings(), target.lm_head.weight[ids].detach(), index_of, seqs, 0.0, 1.0)
+    before, overlaps_before = distill_features._loss(*args, unroll=2)
+    opt = torch.optim.AdamW([p for n, p in draft.named_parameters() if "embed" not in n and "lm_head" not in n], lr=1e-3)
+    for step in range(15):
+        loss, _ = distill_features._loss(*args, unroll=2)
+        distill.optimizer_step(opt, [p for g in opt.param_groups for p in g["params"]], loss, 1e-3)
+    after, overlaps_after = distill_features._loss(*args, unroll=2)
+    assert after.item() < 0.9 * before.item()
+    assert all(a > b for a, b in zip(overlaps_after, overlaps_before))
+
+
+def test_every_stage_runs_and_the_app_loads_the_saved_draft(tmp_path):
+    """generate (1 shard of 2 answers of 8 tokens), vocab, features, train (3 s), save, evaluate (1 prompt)."""
+    from specviz.engine import smollm2
+    from specviz.engine.feature_draft import reads_features
+    from specviz.engine.loading import load_pair
+    from specviz.engine.presets import Preset
+
+    work, out = tmp_path / "work", tmp_path / "draft"
+    common = ["--work", str(work), "--out", str(out), "--threads", str(torch.get_num_threads())]
+    distill.main(["generate", *common, "--shards", "1", "--batch", "2", "--max-new", "8", "--shakespeare-tokens", "40"])
+    distill.main(["vocab", *common, "--vocab", "512"])
+    for stage in ("features", "train", "save"):
+        distill.main([stage, *common, "--minutes-train", "0.05"])
+    distill.main(["evaluate", *common, "--eval-prompts", "1", "--eval-tokens", "6"])
+    shared = json.loads((out / smollm2.SHARED_FILE).read_text())
+    assert shared["feature_fc"] == "feature_fc.safetensors" and shared["vocab_subset"] == "vocab_subset.safetensors"
+    assert sum(f.stat().st_size for f in out.iterdir()) < 20e6
+    result = json.loads((work / "eval_features.json").read_text())
+    assert all(0 <= result[f"alpha_T{t}"] <= 1 for t in ("1", "0.7", "0"))
+    pair = load_pair(Preset(draft=str(out), target=smollm2.TARGET_REF, name="distill-test", chat=True), device="cpu")
+    assert reads_features(pair.draft) and len(pair.draft.lm_head.ids) == 512
