@@ -177,14 +177,12 @@ def build_layout() -> Page:
                     lang=lang, classroom=classroom, reveal=reveal, what=what, summary=summary, kl_scale=kl_scale, kl_note=kl_note)
 
 
-def playground_drafts_section() -> dict:
+def playground_drafts_section(T) -> dict:
     """Several drafts at once on the same toy p and q: the exact rule, the merged shortcut, acceptance vs k."""
-    gr.Markdown("### Several drafts at once\nk candidates drawn independently from the draft, tried in a random order; "
-                "after each rejection the target's distribution becomes the residual norm(max(0, p − q)) and the next "
-                "candidate is judged against it. Merging identical candidates into one try looks harmless and is not.")
+    gr.Markdown(T("pg.drafts_intro"))
     with gr.Row():
-        k = gr.Slider(1, DRAFTS_MAX, value=2, step=1, label="k: drafts", elem_id="pg-drafts")
-        run = gr.Button("Run the rounds with k drafts", elem_id="pg-drafts-run")
+        k = gr.Slider(1, DRAFTS_MAX, value=2, step=1, label=T("pg.drafts_k"), elem_id="pg-drafts")
+        run = gr.Button(T("pg.drafts_run"), elem_id="pg-drafts-run")
     histogram = gr.Plot(show_label=False, elem_id="pg-drafts-histogram")
     summary = gr.Markdown(elem_id="pg-drafts-summary")
     acceptance = gr.Plot(show_label=False, elem_id="pg-drafts-acceptance")
@@ -215,6 +213,6 @@ def playground_tab(T) -> dict:
         summary = gr.Markdown(elem_id="pg-summary")
         kl = gr.Slider(0, 1, value=0.1, step=0.01, label=T("pg.kl"), elem_id="pg-kl")
         mentored = gr.Plot(show_label=False, elem_id="pg-mentored")
-        drafts = playground_drafts_section()
+        drafts = playground_drafts_section(T)
     return dict(**drafts, preset=preset, tokens=tokens, target=target, draft=draft, message=message, decomposition=decomposition,
                 samples=samples, seed=seed, run=run, histogram=histogram, summary=summary, kl=kl, mentored=mentored)
