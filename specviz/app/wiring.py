@@ -19,7 +19,7 @@ from ..present.views import (Session, View, export_files, kl_buys, playground_dr
 from .gradio_internals import cache_dir, forget_tab
 from .handlers import (adopt, intro, play_handler, reset_handler, step_handler, stop_handler, tick_handler,
                        view_handler, what_you_see)
-from .layout import CLASSROOM_PACE_S, KL_STEPS, Page, build_layout
+from .layout import CLASSROOM_PACE_S, KL_STEPS, Page, build_layout, notation_choices, preset_choices, toy_choices
 
 
 CACHE_SWEEP = (300, 900)  # (every, older than) seconds: gradio's delete_cache
@@ -126,6 +126,7 @@ def wire(demo: gr.Blocks, page: Page) -> None:
     notation.change(intro, [notation, lang], header, **light)
     lang.change(on_lang, [session, notation, view_step, lang, play_btn], [*all_views, header, what, play_btn], **light)
     lang.change(None, lang, None, js=SET_LOCALE_JS, api_visibility="private")
+    lang.change(relabel, lang, [*page.tabs, notation, preset, pg["preset"]], **light)
     demo.load(None, None, [lang, classroom], js=INITIAL_JS, api_visibility="private")
     classroom.change(None, classroom, None, js="(on) => { document.body.classList.toggle('classroom', !!on); }",
                      api_visibility="private")
@@ -149,6 +150,14 @@ def wire(demo: gr.Blocks, page: Page) -> None:
     demo.unload(on_unload)
     preset.change(lambda p: gr.Dropdown(choices=list(PRESETS[p].examples) if p in PRESETS else [], value=None),
               preset, example, **light)
+
+
+def relabel(code: str) -> list:
+    """What gradio's i18n leaves as it was on a #lang switch: the tabs' names (given once, at mount) and the
+    labels of choices (the notation's sources, the model pairs, the playground's presets)."""
+    return [gr.Tab(label=tr(code, "tab.live")), gr.Tab(label=tr(code, "tab.playground")),
+            gr.Radio(choices=notation_choices(code)), gr.Dropdown(choices=preset_choices(code)),
+            gr.Dropdown(choices=toy_choices(code))]
 
 
 PAUSE_LABELS = {CATALOGUE[code]["btn.pause"] for code in CATALOGUE}

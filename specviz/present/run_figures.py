@@ -88,7 +88,8 @@ def analytics_figure(traces: list[StepTrace], m: dict, notation: str = "leviatha
             {"type": "scatter", "x": gammas, "y": curve, "mode": "lines", "name": tr(lang, "fig.a_thm", a=f"{alpha:.2f}", c=f"{c:.2f}"),
              "line": {"color": OVERLAP_COLOUR}, "xaxis": "x4", "yaxis": "y4"},
             {"type": "scatter", "x": [gamma, best], "y": [curve[gamma - 1], curve[best - 1]], "mode": "markers+text",
-             "text": [tr(lang, "fig.a_current"), tr(lang, "fig.a_best")], "textposition": "top center",
+             "text": [tr(lang, "fig.a_current"), tr(lang, "fig.a_best")], "textposition": ["bottom center", "top center"],  # apart when best = current ± 1
+             "cliponaxis": False,  # the best γ sits at the curve's top: its label above the panel stays whole
              "name": tr(lang, "fig.a_gammas"),
              "marker": {"symbol": ["circle", "star"], "size": 13, "color": [TARGET_COLOUR, FINAL_COLOUR]},
              "xaxis": "x4", "yaxis": "y4"},
