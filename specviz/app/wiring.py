@@ -127,7 +127,7 @@ def wire(demo: gr.Blocks, page: Page) -> None:
     lang.change(on_lang, [session, notation, view_step, lang, play_btn], [*all_views, header, what, play_btn], **light)
     lang.change(None, lang, None, js=SET_LOCALE_JS, api_visibility="private")
     lang.change(relabel, lang, [*page.tabs, notation, preset, pg["preset"]], **light)
-    demo.load(None, None, [lang, classroom], js=INITIAL_JS, api_visibility="private")
+    loaded = demo.load(None, None, [lang, classroom], js=INITIAL_JS, api_visibility="private")
     classroom.change(None, classroom, None, js="(on) => { document.body.classList.toggle('classroom', !!on); }",
                      api_visibility="private")
     classroom.change(lambda on, s: max(float(s), CLASSROOM_PACE_S) if on else s, [classroom, speed], speed, **light)
@@ -143,7 +143,7 @@ def wire(demo: gr.Blocks, page: Page) -> None:
         js="() => { document.querySelector('#step-card')?.scrollIntoView({behavior: 'smooth', block: 'start'}); }")
     sweep_btn.click(on_sweep, [session, notation, lang], [sweep_plot, message], **model, api_visibility="private")
     export_btn.click(on_export, [session], [json_file, csv_file, traces_json], api_name="traces", **light_public)
-    wire_playground(pg, notation, lang, light, demo)
+    wire_playground(pg, notation, lang, light, loaded)
 
     def on_unload(request: gr.Request):  # gradio passes the closed tab's request, no inputs
         forget_tab(demo, request)
@@ -171,7 +171,7 @@ INITIAL_JS = """() => {
 SET_LOCALE_JS = "(code) => { window.specvizSetLocale && window.specvizSetLocale(code); }"
 
 
-def wire_playground(pg: dict, notation, lang, light: dict, demo: gr.Blocks) -> None:
+def wire_playground(pg: dict, notation, lang, light: dict, loaded) -> None:
     """The playground's events; a change of #lang redraws its figures and, once run, its tables in the new language."""
     def on_preset(name, seed, code):
         if name == "random":
@@ -207,8 +207,10 @@ def wire_playground(pg: dict, notation, lang, light: dict, demo: gr.Blocks) -> N
     run_out = [pg["histogram"], pg["summary"], pg["message"]]
     drafts_out = [pg["drafts_histogram"], pg["drafts_acceptance"], pg["drafts_summary"], pg["message"]]
     pg["preset"].change(on_preset, [pg["preset"], pg["seed"], lang], [pg["target"], pg["draft"]], **light)
-    gr.on([demo.load, pg["tokens"].change, pg["target"].change, pg["draft"].change, pg["kl"].release, notation.change,
-           lang.change], on_edit, edits, [pg["decomposition"], pg["mentored"], pg["message"]], **light)
+    figures = [pg["decomposition"], pg["mentored"], pg["message"]]
+    loaded.then(on_edit, edits, figures, **light)   # after the page's language is set, so it draws in that one
+    gr.on([pg["tokens"].change, pg["target"].change, pg["draft"].change, pg["kl"].release, notation.change,
+           lang.change], on_edit, edits, figures, **light)
     pg["run"].click(on_run, runs, run_out, **light)
     pg["drafts_run"].click(on_drafts_run, drafts_runs, drafts_out, **light)
     gr.on([lang.change, notation.change], again(on_run, 3), [pg["summary"], *runs], run_out, **light)

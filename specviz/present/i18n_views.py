@@ -161,6 +161,7 @@ EN = {
     "most.item": "{token}: rejected {r} of {n} times tested (95% interval {lo}–{hi})",
     "most.head": "Draft tokens rejected most often",
     "most.support": "(tokens tested at least {n} times)",
+    "track.title": "accept when u &lt; {chance}",
     # the tree card (several drafts)
     "tree.status.accepted": "accepted path",
     "tree.status.rejected": "rejected",
@@ -403,6 +404,7 @@ ZH = {
     "most.item": "{token}：检验 {n} 次中被拒绝 {r} 次（95% 区间 {lo}–{hi}）",
     "most.head": "最常被拒绝的草稿 token",
     "most.support": "（至少被检验 {n} 次的 token）",
+    "track.title": "u &lt; {chance} 时接受",
     "tree.status.accepted": "被接受的路径",
     "tree.status.rejected": "拒绝",
     "tree.status.untried": "未尝试（某个兄弟候选已先被接受）",
@@ -634,6 +636,7 @@ JA = {
     "most.item": "{token}：{n} 回の検査中 {r} 回棄却（95% 区間 {lo}–{hi}）",
     "most.head": "最もよく棄却されるドラフトトークン",
     "most.support": "（{n} 回以上検査されたトークン）",
+    "track.title": "u &lt; {chance} なら採用",
     "tree.status.accepted": "採用された経路",
     "tree.status.rejected": "棄却",
     "tree.status.untried": "未試行（兄弟候補が先に採用された）",

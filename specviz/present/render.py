@@ -85,9 +85,9 @@ def _log_bar(value: float, role: str, width_px: int = 60) -> str:
             f'background:{var(role)}"></span></span> <span class="num">{num(value)}</span>')
 
 
-def _threshold(u: float, chance: float) -> str:
+def _threshold(u: float, chance: float, lang: str = "en") -> str:
     """The accept test on a linear [0, 1] track: accept zone up to the chance, the draw u as a tick."""
-    return (f'<span class="track" title="accept when u &lt; {num(chance)}" style="background:repeating-linear-gradient('
+    return (f'<span class="track" title="{tr(lang, "track.title", chance=num(chance))}" style="background:repeating-linear-gradient('
             f'45deg,{var("zone-off")} 0 3px,{var("zone-off-bg")} 3px 6px); border:1px solid {var("track-edge")}">'
             f'<span class="zone" style="width:{chance * 100:.1f}%; background:{var("zone")}"></span>'
             f'<span class="tick" style="left:calc({u * 100:.1f}% - 2px); background:{var("tick")}; '
@@ -129,7 +129,7 @@ def _verify_row(pos: PositionTrace, trace: StepTrace, t: str, d: str, lang: str 
             chance += f' <b class="exact-would">⚠ {tr(lang, key)}</b>'
     else:
         chance = f'<span class="chance-name">min(1, {t}/{d}) = </span>{chance_text}'
-    test = f'{_threshold(pos.uniform, pos.accept_prob)} <span class="test">u = {u} {cmp} {chance}</span>'
+    test = f'{_threshold(pos.uniform, pos.accept_prob, lang)} <span class="test">u = {u} {cmp} {chance}</span>'
     return (f'{row}<td>{pos.index + 1}</td><td>{token}</td><td>{bars}</td><td class=ratio>{t}/{d} = {ratio:.2f}</td>'
             f'<td>{test}</td><td>{_verdict(pos, lang)}</td></tr>')
 

@@ -304,6 +304,8 @@ def test_phone_figures_keep_titles_legends_and_axis_titles_apart(browser, app_ur
     ctx, page = open_page(browser, app_url, 390, 844, query)
     try:
         page.get_by_role("tab", name=tab).click()
+        if query:  # drawn in the page's language, not in the English the page starts in before its script runs
+            expect(page.locator("#pg-decomposition .gtitle")).to_contain_text("出力が", timeout=TIMEOUT)
         page.locator("#pg-run").click()
         expect(page.locator("#pg-histogram g.point path").first).to_be_attached(timeout=TIMEOUT)
         page.wait_for_timeout(1500)

@@ -29,6 +29,7 @@ ENGLISH = [
     "position", "other tokens", "log scale", "not examined", "an earlier draft", "accept zone", "reject zone",
     "uniform draw", "accept chance", "and the accept chance", "resample from", "exact residual", "resampled token",
     "bonus token", "bonus", "next distribution", "all", "drafts accepted", "does not decide", "at temperature",
+    "accept when", "accept",
     # run and debugging figures
     "The run so far", "per step", "bars", "line", "overlap", "tested drafts", "step", "steps", "then", "resampled",
     "truncated geometric", "measured", "per-position acceptance", "if acceptances were independent", "over the last",
