@@ -349,8 +349,13 @@ def test_switching_to_chinese_translates_figures_and_the_playground_table(browse
             ["规则", "卡方检验 p 值", "最大偏差 ∣观测 − p∣", "判定"]
         expect(page.locator("#pg-histogram .gtitle")).to_contain_text("观测频率", timeout=TIMEOUT)
         expect(page.locator("#pg-preset input")).to_have_value("草稿分布过于自信", timeout=TIMEOUT)
+        typed = page.locator("#pg-target textarea")
+        typed.fill("0.4, 0.2, 0.2, 0.1, 0.05, 0.05")
         page.locator("#lang").get_by_text("日本語").click()   # a table already shown follows the switch
         expect(page.locator("#pg-summary th").first).to_have_text("規則", timeout=TIMEOUT)
+        expect(page.locator("#pg-preset input")).to_have_value("自信過剰なドラフト", timeout=TIMEOUT)
+        page.wait_for_timeout(1500)   # time for a preset change event, had the renaming fired one
+        assert typed.input_value() == "0.4, 0.2, 0.2, 0.1, 0.05, 0.05"   # renaming the presets keeps what was typed
         expect(page.locator("#pg-decomposition .gtitle")).to_contain_text("出力がちょうど p になる理由", timeout=TIMEOUT)
     finally:
         ctx.close()
