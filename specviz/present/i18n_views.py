@@ -358,7 +358,7 @@ ZH = {
     "dvariant.exact": "正确：每个样本各试一次，每次拒绝后 {t} → 残差分布",
     "dvariant.merged": "捷径：相同的候选合并为一次尝试",
     "pg.consistent": "与目标分布一致",
-    "pg.biased": "**有偏**：在 1e-3 水平被拒绝",
+    "pg.biased": "**有偏**：在 1e-3 显著性水平下被拒绝",
     "pg.rate": "实测接受率 {m}，期望 Σmin = {e}。",
     "pg.col_rule": "规则",
     "pg.col_p": "卡方检验 p 值",
@@ -656,7 +656,7 @@ JA = {
     "tree.c_all": "深さ {depth} の候補 {n} 個がすべて棄却された：最後の棄却の後に残った残差分布から {token} を<b>サンプリングし直した</b>",
     "tree.c_only": "深さ {depth} の唯一の候補が棄却された：最後の棄却の後に残った残差分布から {token} を<b>サンプリングし直した</b>",
     "tree.c_phase": "<b>3. 修正</b> — {head}。その分布の上位：{options}",
-    "tree.kept": "“{path}” を採用（{g} 段中 {a} 段）",
+    "tree.kept": "“{path}” を採用（深さ {g} のうち {a} まで）",
     "tree.kept_none": "ドラフトは採用されず",
     "tree.summary": ("{k} 本の系列、{nodes} 個の異なるノードをターゲットの順伝播 1 回で評価；{tries} 個の候補を試行；{kept}、"
                      "続いて{kind}トークン 1 個：このステップで {n} トークン。"),
