@@ -11,6 +11,7 @@ from collections import OrderedDict
 from ..core.notation import letters, notation_key
 from ..engine.decoders import DecodingFinished
 from ..engine.presets import ModelLoadError, scrub_paths
+from ..present.errors import localize
 from ..present.i18n import tr
 from ..present.render import Status
 from ..present.views import Session, View, build_view, settings_from, step_session, with_lock
@@ -67,14 +68,14 @@ class ReleaseSession:
 release_session = ReleaseSession()
 
 
-def adopt(session, owner: str | None):
-    """The session of client `owner` for this event; a fresh one whose earlier run was freed says so."""
+def adopt(session, owner: str | None, lang: str = "en"):
+    """The session of client `owner` for this event; a fresh one whose earlier run was freed says so (in `lang`)."""
     session = session if isinstance(session, Session) else Session()
     if owner and session.owner is None:
         session.owner = owner
         why = FREED.pop(owner)
         if why and session.run is None:
-            session.notice = f"{why}: this Step started a new run. "
+            session.notice = tr(lang, "err.new_run", why=localize(lang, why))
     return session
 
 
@@ -84,24 +85,24 @@ def session_worth(values) -> int:
     return max((min(len(v.traces), 2) for v in values if isinstance(v, Session)), default=0)
 
 
-def _notation(notation) -> tuple[str, Status]:
+def _notation(notation, lang: str = "en") -> tuple[str, Status]:
     """(a notation to draw with, an error naming the setting if `notation` is not one)."""
     try:
         return notation_key(notation), Status()
     except (ValueError, TypeError) as err:
-        return DEFAULT_NOTATION, Status("error", f"notation: {err}")
+        return DEFAULT_NOTATION, Status("error", localize(lang, f"notation: {err}"))
 
 
 def _step(session: Session, notation: str, knobs, lang: str = "en") -> tuple[View, Status]:
-    notation, status = _notation(notation)
+    notation, status = _notation(notation, lang)
     if status.error:  # nothing steps on a bad value
         return build_view(session, notation, status, lang), status
     try:
         status = step_session(session, settings_from(*knobs), lang)
     except DecodingFinished:
         status = Status("error", tr(lang, "msg.done_reset"))
-    except (ValueError, ModelLoadError) as err:  # the detail names the setting and its range (English, as raised)
-        status = Status("error", tr(lang, "msg.cannot_step", detail=scrub_paths(str(err))))
+    except (ValueError, ModelLoadError) as err:  # the detail names the setting and its range (its frame in `lang`)
+        status = Status("error", tr(lang, "msg.cannot_step", detail=localize(lang, scrub_paths(str(err)))))
     except RuntimeError as err:  # e.g. CUDA out of memory
         status = Status("error", tr(lang, "msg.models_failed", detail=scrub_paths(str(err).splitlines()[0])))
     return build_view(session, notation, status, lang), status
@@ -140,20 +141,20 @@ def stop_handler(session):
 @with_lock
 def reset_handler(session, notation, lang: str = "en"):
     session.playing, session.run, session.viewing = False, None, None
-    notation, status = _notation(notation)
+    notation, status = _notation(notation, lang)
     return session, build_view(session, notation, status if status.error else
                                Status("info", tr(lang, "msg.reset")), lang)
 
 
 @with_lock
 def view_handler(session, notation, step, lang: str = "en"):
-    notation, status = _notation(notation)
+    notation, status = _notation(notation, lang)
     if step is not None and session.traces:
         whole = isinstance(step, (int, float)) and not isinstance(step, bool) and float(step).is_integer()
         if whole and 1 <= step <= len(session.traces):
             session.viewing = int(step)
         else:
-            status = Status("error", f"showing step must be a whole number in 1..{len(session.traces)}, not {step!r}")
+            status = Status("error", tr(lang, "err.view_step", hi=len(session.traces), value=repr(step)))
     return session, build_view(session, notation, status, lang)
 
 

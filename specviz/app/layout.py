@@ -14,7 +14,7 @@ from ..core.notation import NOTATIONS
 from ..engine.presets import PRESETS, default_preset, offered_presets
 from ..present import render
 from ..present.views import REJECTION_COLUMNS, Session
-from ..present.i18n import CATALOGUE, LANGUAGES
+from ..present.i18n import CATALOGUE, LANGUAGES, tr
 from .handlers import SESSION_TTL_S, intro, release_session, what_you_see
 
 
@@ -71,6 +71,7 @@ class Page:
     summary: object = None
     kl_scale: object = None
     kl_note: object = None
+    tabs: tuple = ()        # (live tab, playground tab): their labels follow #lang
 
     __hash__ = object.__hash__
 
@@ -78,6 +79,23 @@ class Page:
 KL_STEPS = (0.0, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0)  # #kl-scale's positions: 0, then 1-2-5 per decade
 DEFAULT_TEMPERATURE, DEFAULT_SEED = 0.5, 8   # a first lesson: rounds 1-3 show a kept prefix + resample, then bonus tokens
 CLASSROOM_PACE_S = 2.5                       # Play's seconds per round in classroom mode: time to talk
+
+
+def notation_choices(lang: str = "en") -> list[tuple[str, str]]:
+    """The notation radio's (label, key) pairs: each convention named by its source, in `lang`."""
+    return [(tr(lang, f"notation.{key}"), key) for key in NOTATIONS]
+
+
+def preset_choices(lang: str = "en") -> list[tuple[str, str]]:
+    """The model pairs offered here, each "name: what it is" in `lang` (a preset the catalogue lacks keeps
+    its own English description)."""
+    said = (lambda k: tr(lang, f"preset.{k}") if f"preset.{k}" in CATALOGUE["en"] else PRESETS[k].description)
+    return [(f"{k}: {said(k)}", k) for k in offered_presets()]
+
+
+def toy_choices(lang: str = "en") -> list[tuple[str, str]]:
+    """The playground's preset pairs of distributions (and "random"), named in `lang`."""
+    return [(tr(lang, f"toy.{name}"), name) for name in [*playground.TOY_PRESETS, "random"]]
 
 
 def i18n() -> gr.I18n:
@@ -101,7 +119,7 @@ def build_layout() -> Page:
             reveal = gr.Checkbox(False, label=T("lbl.reveal"), elem_id="reveal", container=False, scale=0, min_width=160)
             speed = gr.Slider(0.2, 5.0, value=0.8, step=0.1, label=T("lbl.speed"), elem_id="speed", scale=1,
                               min_width=200)
-        with gr.Tab(T("tab.live"), elem_id="live"):
+        with gr.Tab(T("tab.live"), elem_id="live") as live_tab:
             with gr.Row(elem_id="controls"):
                 step_btn = gr.Button(T("btn.step"), variant="primary", elem_id="step", scale=0)
                 play_btn = gr.Button(T("btn.play"), elem_id="play", scale=0)
@@ -114,7 +132,7 @@ def build_layout() -> Page:
                     example = gr.Dropdown(label=T("lbl.examples"), choices=list(PRESETS[preset0].examples), value=None,
                                           elem_id="examples")
                     preset = gr.Dropdown(label=T("lbl.preset"), value=preset0, elem_id="preset",
-                                         choices=[(f"{k}: {PRESETS[k].description}", k) for k in offered_presets()])
+                                         choices=preset_choices())
                     gamma = gr.Slider(GAMMA_MIN, GAMMA_MAX, value=4, step=1, label=T("lbl.gamma"), elem_id="gamma")
                     drafts = gr.Slider(DRAFTS_MIN, DRAFTS_MAX, value=1, step=1, elem_id="drafts", label=T("lbl.drafts"))
                     temperature = gr.Slider(0, 2, value=DEFAULT_TEMPERATURE, step=0.05, label=T("lbl.temperature"),
@@ -124,7 +142,7 @@ def build_layout() -> Page:
                                              elem_id="kl-scale")
                         kl_budget = gr.Number(0.0, minimum=0, label=T("lbl.kl"), elem_id="kl-budget")
                         kl_note = gr.HTML(elem_id="kl-buys", min_height=0)
-                    notation = gr.Radio([(v[2], k) for k, v in NOTATIONS.items()], value="leviathan",
+                    notation = gr.Radio(notation_choices(), value="leviathan",
                                         label=T("lbl.notation"), elem_id="notation")
                     with gr.Accordion(T("lbl.more"), open=False):
                         top_k = gr.Number(value=TOP_K_OFF, minimum=0, label=T("lbl.top_k"), elem_id="top-k")
@@ -174,17 +192,15 @@ def build_layout() -> Page:
         pg = playground_tab(T)
         timer = gr.Timer(0.8, active=False)
         return Page(session=session, step_btn=step_btn, play_btn=play_btn, reset_btn=reset_btn, message=message, prompt=prompt, example=example, preset=preset, gamma=gamma, temperature=temperature, kl_budget=kl_budget, notation=notation, top_k=top_k, top_p=top_p, seed=seed, max_new=max_new, speed=speed, draft_model=draft_model, target_model=target_model, header=header, step_card=step_card, timeline=timeline, show_rejected=show_rejected, view_step=view_step, counters=counters, narration=narration, pq_plot=pq_plot, uniform_plot=uniform_plot, residual_plot=residual_plot, history_plot=history_plot, analytics=analytics, analytics_plot=analytics_plot, rejections=rejections, most_rejected=most_rejected, sweep_btn=sweep_btn, sweep_plot=sweep_plot, export_btn=export_btn, json_file=json_file, csv_file=csv_file, traces_json=traces_json, pg=pg, timer=timer, drafts=drafts,
-                    lang=lang, classroom=classroom, reveal=reveal, what=what, summary=summary, kl_scale=kl_scale, kl_note=kl_note)
+                    lang=lang, classroom=classroom, reveal=reveal, what=what, summary=summary, kl_scale=kl_scale, kl_note=kl_note, tabs=(live_tab, pg["tab"]))
 
 
-def playground_drafts_section() -> dict:
+def playground_drafts_section(T) -> dict:
     """Several drafts at once on the same toy p and q: the exact rule, the merged shortcut, acceptance vs k."""
-    gr.Markdown("### Several drafts at once\nk candidates drawn independently from the draft, tried in a random order; "
-                "after each rejection the target's distribution becomes the residual norm(max(0, p − q)) and the next "
-                "candidate is judged against it. Merging identical candidates into one try looks harmless and is not.")
+    gr.Markdown(T("pg.drafts_intro"))
     with gr.Row():
-        k = gr.Slider(1, DRAFTS_MAX, value=2, step=1, label="k: drafts", elem_id="pg-drafts")
-        run = gr.Button("Run the rounds with k drafts", elem_id="pg-drafts-run")
+        k = gr.Slider(1, DRAFTS_MAX, value=2, step=1, label=T("pg.drafts_k"), elem_id="pg-drafts")
+        run = gr.Button(T("pg.drafts_run"), elem_id="pg-drafts-run")
     histogram = gr.Plot(show_label=False, elem_id="pg-drafts-histogram")
     summary = gr.Markdown(elem_id="pg-drafts-summary")
     acceptance = gr.Plot(show_label=False, elem_id="pg-drafts-acceptance")
@@ -196,10 +212,10 @@ def playground_tab(T) -> dict:
     first = next(iter(playground.TOY_PRESETS))
     target0, draft0 = playground.TOY_PRESETS[first]
     fmt = (lambda xs: ", ".join(f"{x:g}" for x in xs))
-    with gr.Tab(T("tab.playground"), elem_id="playground"):
+    with gr.Tab(T("tab.playground"), elem_id="playground") as tab:
         gr.Markdown(T("pg.intro"))
         with gr.Row():
-            preset = gr.Dropdown([*playground.TOY_PRESETS, "random"], value=first, label=T("pg.preset"), elem_id="pg-preset")
+            preset = gr.Dropdown(toy_choices(), value=first, label=T("pg.preset"), elem_id="pg-preset")
             tokens = gr.Textbox(", ".join(playground.TOY_TOKENS), label=T("pg.tokens"), elem_id="pg-tokens")
         with gr.Row():
             target = gr.Textbox(fmt(target0), label=T("pg.target"), elem_id="pg-target")
@@ -215,6 +231,6 @@ def playground_tab(T) -> dict:
         summary = gr.Markdown(elem_id="pg-summary")
         kl = gr.Slider(0, 1, value=0.1, step=0.01, label=T("pg.kl"), elem_id="pg-kl")
         mentored = gr.Plot(show_label=False, elem_id="pg-mentored")
-        drafts = playground_drafts_section()
-    return dict(**drafts, preset=preset, tokens=tokens, target=target, draft=draft, message=message, decomposition=decomposition,
+        drafts = playground_drafts_section(T)
+    return dict(**drafts, tab=tab, preset=preset, tokens=tokens, target=target, draft=draft, message=message, decomposition=decomposition,
                 samples=samples, seed=seed, run=run, histogram=histogram, summary=summary, kl=kl, mentored=mentored)

@@ -105,11 +105,22 @@
   // 5. Figures on a phone: the title wraps, the legend moves to the bottom of the figure (so it never covers the
   //    title) and side-by-side panels stack, each keeping its axis titles apart. Desktop figures are untouched.
   const phoneDone = new WeakMap();
+  // A Chinese or Japanese character is about two Latin ones wide, and such text has no spaces to break at:
+  // a run wider than a line is cut between characters.
+  const wide = (s) => [...s].reduce((n, c) => n + (c >= '\u2e80' ? 2 : 1), 0);
+  const pieces = (word, width) => {
+    const out = [''];
+    for (const c of word) {
+      if (wide(out[out.length - 1] + c) > width) out.push('');
+      out[out.length - 1] += c;
+    }
+    return out;
+  };
   const wrap = (text, width) => {
     const lines = [];
-    for (const word of String(text || '').replace(/<br>/g, ' ').split(' ')) {
+    for (const word of String(text || '').replace(/<br>/g, ' ').split(' ').flatMap((w) => pieces(w, width))) {
       const last = lines.length - 1;
-      if (last >= 0 && (lines[last] + ' ' + word).length <= width) lines[last] += ' ' + word; else lines.push(word);
+      if (last >= 0 && wide(lines[last] + ' ' + word) <= width) lines[last] += ' ' + word; else lines.push(word);
     }
     return lines;
   };
@@ -146,10 +157,28 @@
     if (names.some((lines, i) => lines.length > 1)) window.Plotly.restyle(el, {name: names.map((l) => l.join('<br>'))});
     window.Plotly.relayout(el, update);
   };
+  // On a wider screen the legend sits between the title and the plot; longer names (a Chinese or Japanese
+  // legend) can take more lines than the margin holds: the figure then grows by the overlap, measured.
+  const fitted = new WeakMap();  // figure -> {data, tries}: measured for this data, and how often moved
+  const fitLegend = async (el) => {
+    const title = el.querySelector('.gtitle'), legend = el.querySelector('.legend'), L = el.layout;
+    const state = fitted.get(el), tries = state && state.data === el.data ? state.tries : 0;
+    if (!window.Plotly || !L || !title || !legend || tries >= 3) return;
+    const t = title.getBoundingClientRect(), l = legend.getBoundingClientRect();
+    if (!t.height || !l.height) return;  // not drawn yet (a closed accordion, a hidden tab): try again later
+    const overlap = Math.ceil(t.bottom + 6 - l.top);
+    fitted.set(el, {data: el.data, tries: overlap > 0 ? tries + 1 : 3});
+    if (overlap <= 0) return;
+    const size = el._fullLayout && el._fullLayout._size;  // the top margin in effect (plotly may have grown it)
+    const top = (size && size.t) || (L.margin && L.margin.t) || 100;
+    await window.Plotly.relayout(el, {'margin.t': top + overlap, height: (L.height || 450) + overlap});
+    fitLegend(el);  // measured again
+  };
   const phoneFigures = () => {
-    if (window.innerWidth >= 700) return;
-    document.querySelectorAll('.js-plotly-plot').forEach((el) => { try { phoneFigure(el); } catch (err) { /* keep it */ } });
+    const each = window.innerWidth >= 700 ? fitLegend : phoneFigure;
+    document.querySelectorAll('.js-plotly-plot').forEach((el) => { try { each(el); } catch (err) { /* keep it */ } });
   };
   new MutationObserver(phoneFigures).observe(document.body, {childList: true, subtree: true});
+  document.addEventListener('click', () => setTimeout(phoneFigures, 400));  // an accordion or a tab just opened
   document.body.dataset.specvizReady = '1';  // tests wait for this before pressing keys
 }

@@ -12,13 +12,14 @@ from ..core import playground
 from ..engine.presets import PRESETS
 from ..engine.settings import current as current_deployment
 from ..present import render
+from ..present.errors import localize
 from ..present.i18n import CATALOGUE, tr
 from ..present.views import (Session, View, export_files, kl_buys, playground_drafts_run, playground_run, playground_view,
                              sweep_view)
 from .gradio_internals import cache_dir, forget_tab
 from .handlers import (adopt, intro, play_handler, reset_handler, step_handler, stop_handler, tick_handler,
                        view_handler, what_you_see)
-from .layout import CLASSROOM_PACE_S, KL_STEPS, Page, build_layout
+from .layout import CLASSROOM_PACE_S, KL_STEPS, Page, build_layout, notation_choices, preset_choices, toy_choices
 
 
 CACHE_SWEEP = (300, 900)  # (every, older than) seconds: gradio's delete_cache
@@ -64,13 +65,13 @@ def wire(demo: gr.Blocks, page: Page) -> None:
 
     def on_step(session_state, notation, preset, prompt, gamma, temperature, top_k, top_p, kl_budget, seed,
             max_new_tokens, draft_model, target_model, drafts=1, lang="en", request: gr.Request = None):  # /step's parameters
-        s, view = step_handler(adopt(session_state, request.session_hash), notation, preset, prompt, gamma, temperature,
+        s, view = step_handler(adopt(session_state, request.session_hash, lang), notation, preset, prompt, gamma, temperature,
                    top_k, top_p, kl_budget, seed, max_new_tokens, draft_model, target_model, drafts, lang=lang)
         return {session: s, **updates(view)}
 
     def on_tick(s, n, preset, prompt, gamma, temperature, top_k, top_p, kl_budget, seed, max_new_tokens, draft_model,
                 target_model, drafts, code, request: gr.Request):  # named: gradio passes a Request only to a positional parameter
-        s, view, playing = tick_handler(adopt(s, request.session_hash), n, preset, prompt, gamma, temperature, top_k,
+        s, view, playing = tick_handler(adopt(s, request.session_hash, code), n, preset, prompt, gamma, temperature, top_k,
                                         top_p, kl_budget, seed, max_new_tokens, draft_model, target_model, drafts,
                                         lang=code)
         return {session: s, **updates(view), **playing_updates(playing, code)}
@@ -125,7 +126,8 @@ def wire(demo: gr.Blocks, page: Page) -> None:
     notation.change(intro, [notation, lang], header, **light)
     lang.change(on_lang, [session, notation, view_step, lang, play_btn], [*all_views, header, what, play_btn], **light)
     lang.change(None, lang, None, js=SET_LOCALE_JS, api_visibility="private")
-    demo.load(None, None, [lang, classroom], js=INITIAL_JS, api_visibility="private")
+    lang.change(relabel, lang, [*page.tabs, notation, preset, pg["preset"]], **light)
+    loaded = demo.load(None, None, [lang, classroom], js=INITIAL_JS, api_visibility="private")
     classroom.change(None, classroom, None, js="(on) => { document.body.classList.toggle('classroom', !!on); }",
                      api_visibility="private")
     classroom.change(lambda on, s: max(float(s), CLASSROOM_PACE_S) if on else s, [classroom, speed], speed, **light)
@@ -141,13 +143,21 @@ def wire(demo: gr.Blocks, page: Page) -> None:
         js="() => { document.querySelector('#step-card')?.scrollIntoView({behavior: 'smooth', block: 'start'}); }")
     sweep_btn.click(on_sweep, [session, notation, lang], [sweep_plot, message], **model, api_visibility="private")
     export_btn.click(on_export, [session], [json_file, csv_file, traces_json], api_name="traces", **light_public)
-    wire_playground(pg, notation, light, demo)
+    wire_playground(pg, notation, lang, light, loaded)
 
     def on_unload(request: gr.Request):  # gradio passes the closed tab's request, no inputs
         forget_tab(demo, request)
     demo.unload(on_unload)
     preset.change(lambda p: gr.Dropdown(choices=list(PRESETS[p].examples) if p in PRESETS else [], value=None),
               preset, example, **light)
+
+
+def relabel(code: str) -> list:
+    """What gradio's i18n leaves as it was on a #lang switch: the tabs' names (given once, at mount) and the
+    labels of choices (the notation's sources, the model pairs, the playground's presets)."""
+    return [gr.Tab(label=tr(code, "tab.live")), gr.Tab(label=tr(code, "tab.playground")),
+            gr.Radio(choices=notation_choices(code)), gr.Dropdown(choices=preset_choices(code)),
+            gr.Dropdown(choices=toy_choices(code))]
 
 
 PAUSE_LABELS = {CATALOGUE[code]["btn.pause"] for code in CATALOGUE}
@@ -161,38 +171,51 @@ INITIAL_JS = """() => {
 SET_LOCALE_JS = "(code) => { window.specvizSetLocale && window.specvizSetLocale(code); }"
 
 
-def wire_playground(pg: dict, notation, light: dict, demo: gr.Blocks) -> None:
-    def on_preset(name, seed):
+def wire_playground(pg: dict, notation, lang, light: dict, loaded) -> None:
+    """The playground's events; a change of #lang redraws its figures and, once run, its tables in the new language."""
+    def on_preset(name, seed, code):
         if name == "random":
             try:
                 target, draft = playground.random_preset(playground.whole_number("seed", seed or 0, 0, playground.MAX_SEED))
             except ValueError as err:
-                raise gr.Error(str(err)) from err
+                raise gr.Error(localize(code, str(err))) from err
         else:
             target, draft = playground.TOY_PRESETS[name]
         return ", ".join(f"{x:g}" for x in target), ", ".join(f"{x:g}" for x in draft)
 
-    def on_edit(tokens, target, draft, kl, n):
-        decomposition, mentored, status = playground_view(tokens, target, draft, kl, n)
+    def on_edit(tokens, target, draft, kl, n, code):
+        decomposition, mentored, status = playground_view(tokens, target, draft, kl, n, code)
         return (decomposition or gr.skip(), mentored or gr.skip(), render.message_html(status))
 
-    def on_run(tokens, target, draft, samples, seed, n):
-        histogram, summary, status = playground_run(tokens, target, draft, samples, seed, n)
+    def on_run(tokens, target, draft, samples, seed, n, code):
+        histogram, summary, status = playground_run(tokens, target, draft, samples, seed, n, code)
         return histogram or gr.skip(), summary, render.message_html(status)
 
-    edits = [pg["tokens"], pg["target"], pg["draft"], pg["kl"], notation]
-    pg["preset"].change(on_preset, [pg["preset"], pg["seed"]], [pg["target"], pg["draft"]], **light)
-    gr.on([demo.load, pg["tokens"].change, pg["target"].change, pg["draft"].change, pg["kl"].release, notation.change],
-          on_edit, edits, [pg["decomposition"], pg["mentored"], pg["message"]], **light)
-    pg["run"].click(on_run, [pg["tokens"], pg["target"], pg["draft"], pg["samples"], pg["seed"], notation],
-                    [pg["histogram"], pg["summary"], pg["message"]], **light)
-    def on_drafts_run(tokens, target, draft, k, samples, seed, n):
-        histogram, acceptance, summary, status = playground_drafts_run(tokens, target, draft, k, samples, seed, n)
+    def on_drafts_run(tokens, target, draft, k, samples, seed, n, code):
+        histogram, acceptance, summary, status = playground_drafts_run(tokens, target, draft, k, samples, seed, n, code)
         return histogram or gr.skip(), acceptance or gr.skip(), summary, render.message_html(status)
 
-    pg["drafts_run"].click(on_drafts_run, [pg["tokens"], pg["target"], pg["draft"], pg["drafts"], pg["samples"],
-                                           pg["seed"], notation],
-                           [pg["drafts_histogram"], pg["drafts_acceptance"], pg["drafts_summary"], pg["message"]], **light)
+    def again(run, outputs: int):
+        """Re-run in the new language only what was already run (the seed makes it the same rounds)."""
+        def redo(shown, *args):
+            return run(*args) if shown else (gr.skip(),) * outputs
+        return redo
+
+    edits = [pg["tokens"], pg["target"], pg["draft"], pg["kl"], notation, lang]
+    runs = [pg["tokens"], pg["target"], pg["draft"], pg["samples"], pg["seed"], notation, lang]
+    drafts_runs = [pg["tokens"], pg["target"], pg["draft"], pg["drafts"], pg["samples"], pg["seed"], notation, lang]
+    run_out = [pg["histogram"], pg["summary"], pg["message"]]
+    drafts_out = [pg["drafts_histogram"], pg["drafts_acceptance"], pg["drafts_summary"], pg["message"]]
+    pg["preset"].change(on_preset, [pg["preset"], pg["seed"], lang], [pg["target"], pg["draft"]], **light)
+    figures = [pg["decomposition"], pg["mentored"], pg["message"]]
+    loaded.then(on_edit, edits, figures, **light)   # after the page's language is set, so it draws in that one
+    gr.on([pg["tokens"].change, pg["target"].change, pg["draft"].change, pg["kl"].release, notation.change,
+           lang.change], on_edit, edits, figures, **light)
+    pg["run"].click(on_run, runs, run_out, **light)
+    pg["drafts_run"].click(on_drafts_run, drafts_runs, drafts_out, **light)
+    gr.on([lang.change, notation.change], again(on_run, 3), [pg["summary"], *runs], run_out, **light)
+    gr.on([lang.change, notation.change], again(on_drafts_run, 4), [pg["drafts_summary"], *drafts_runs], drafts_out,
+          **light)
     gr.api(playground_endpoint, api_name="playground", concurrency_limit=current_deployment().concurrency)
 
 

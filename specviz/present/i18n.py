@@ -13,12 +13,17 @@ from __future__ import annotations
 
 import re
 
+from . import i18n_views as views
+
 LANGUAGES = {"en": "English", "zh": "中文", "ja": "日本語"}
 DEFAULT = "en"
 
 
 def pick(locale: str | None) -> str:
-    """The catalogue for a browser locale or Accept-Language value: "zh-CN" -> zh, "ja-JP" -> ja, else en."""
+    """The catalogue for a browser locale or Accept-Language value: "zh-CN" -> zh, "ja-JP" -> ja, else en.
+
+    Traditional Chinese (zh-TW, zh-HK, zh-Hant) also gets zh, the Simplified catalogue: a reader of
+    Traditional characters reads Simplified far more easily than English, and there is no zh-Hant one."""
     for part in (locale or "").replace("_", "-").split(","):
         code = part.split(";")[0].strip().lower().split("-")[0]
         if code in LANGUAGES:
@@ -36,8 +41,9 @@ def tr(lang: str, key: str, **args) -> str:
 def _english_plurals(text: str) -> str:
     """English's "(s)" resolved from the number before it: "1 token", "3 tokens", "positions 2–4", "position 3"."""
     text = re.sub(r"\b1 token\(s\)", "1 token", text).replace("token(s)", "tokens")
-    text = re.sub(r"position\(s\) (\d+[–,])", r"positions \1", text)
-    return text.replace("position(s)", "position")
+    text = re.sub(r"position\(s\) (\d+[–,])", r"positions \1", text).replace("position(s)", "position")
+    text = re.sub(r"\b1 ([a-z]+)\(s\)", r"1 \1", text)   # "1 step(s)", "1 candidate(s)"
+    return re.sub(r"([a-z])\(s\)", r"\1s", text)
 
 
 EN = {
@@ -208,7 +214,7 @@ EN = {
     "cnt.alpha": "α (accepted / tested) <b>{a}</b> · mean acceptance length <b>{m}</b>",
     "cnt.lossy": "LOSSY run vs an exact baseline",
     "cnt.warming_long": ("<b>speedup</b>: warming up (timings count once both sides have {need} forwards; now {n} "
-                         "steps)"),
+                         "step(s))"),
     "cnt.measured": ("<b>speedup ×{s} ± {se}</b> measured here ({device}); Thm 3.8 predicts ×{pred} for α = {a}, "
                      "c = {c}; best γ {best}"),
     # KL budget
@@ -568,4 +574,4 @@ JA = {
     "fig.empty": "ステップを押すとドラフト生成と検証を行います",
 }
 
-CATALOGUE = {"en": EN, "zh": ZH, "ja": JA}
+CATALOGUE = {"en": {**EN, **views.EN}, "zh": {**ZH, **views.ZH}, "ja": {**JA, **views.JA}}

@@ -85,9 +85,9 @@ def _log_bar(value: float, role: str, width_px: int = 60) -> str:
             f'background:{var(role)}"></span></span> <span class="num">{num(value)}</span>')
 
 
-def _threshold(u: float, chance: float) -> str:
+def _threshold(u: float, chance: float, lang: str = "en") -> str:
     """The accept test on a linear [0, 1] track: accept zone up to the chance, the draw u as a tick."""
-    return (f'<span class="track" title="accept when u &lt; {num(chance)}" style="background:repeating-linear-gradient('
+    return (f'<span class="track" title="{tr(lang, "track.title", chance=num(chance))}" style="background:repeating-linear-gradient('
             f'45deg,{var("zone-off")} 0 3px,{var("zone-off-bg")} 3px 6px); border:1px solid {var("track-edge")}">'
             f'<span class="zone" style="width:{chance * 100:.1f}%; background:{var("zone")}"></span>'
             f'<span class="tick" style="left:calc({u * 100:.1f}% - 2px); background:{var("tick")}; '
@@ -129,7 +129,7 @@ def _verify_row(pos: PositionTrace, trace: StepTrace, t: str, d: str, lang: str 
             chance += f' <b class="exact-would">⚠ {tr(lang, key)}</b>'
     else:
         chance = f'<span class="chance-name">min(1, {t}/{d}) = </span>{chance_text}'
-    test = f'{_threshold(pos.uniform, pos.accept_prob)} <span class="test">u = {u} {cmp} {chance}</span>'
+    test = f'{_threshold(pos.uniform, pos.accept_prob, lang)} <span class="test">u = {u} {cmp} {chance}</span>'
     return (f'{row}<td>{pos.index + 1}</td><td>{token}</td><td>{bars}</td><td class=ratio>{t}/{d} = {ratio:.2f}</td>'
             f'<td>{test}</td><td>{_verdict(pos, lang)}</td></tr>')
 
@@ -165,7 +165,7 @@ def step_card(trace: StepTrace | None, notation: str = "leviathan", total_steps:
     if trace is None:
         return f'<div class="card empty">{tr(lang, "card.empty")}</div>'
     if getattr(trace, "tree", None) is not None:  # several drafts: the tree card (present/tree_card.py)
-        return tree_card.tree_step_card(trace, notation, total_steps)
+        return tree_card.tree_step_card(trace, notation, total_steps, lang)
     t, d = letters(notation)
     mode = (f'<span class="badge lossy">{tr(lang, "badge.lossy", kl=f"{trace.kl_budget:g}")}</span>' if trace.kl_budget > 0
             else f'<span class="badge">{tr(lang, "badge.greedy")}</span>' if trace.greedy
@@ -228,7 +228,7 @@ def narration(trace: StepTrace | None, notation: str = "leviathan", lang: str = 
     if trace is None:
         return tr(lang, "nar.empty")
     if getattr(trace, "tree", None) is not None:
-        return tree_card.tree_narration(trace, notation)
+        return tree_card.tree_narration(trace, notation, lang)
     t, d = letters(notation)
     q = (lambda text: f"“{show(text)}”")
     drafted = ", ".join(f"{q(p.draft_text)} ({d} = {num(p.draft_prob)})" for p in trace.positions)
@@ -326,39 +326,46 @@ def counters_html(m: dict, device: str, lossy: bool, baseline_tokens: int, steps
             f'<div class="speed-long">{speed}</div></div>')
 
 
-METRIC_ROWS = [  # (key, name, one-line definition, format)
-    ("acceptance_rate", "acceptance rate α (Leviathan)", "accepted / tested drafts (a draft after a rejection is never tested)", "{:.3f}"),
-    ("draft_acceptance_rate", "draft acceptance rate (vLLM)", "accepted / drafted, untested drafts included", "{:.3f}"),
-    ("mean_acceptance_length", "mean acceptance length (vLLM)", "tokens per step, the resampled or bonus token included", "{:.2f}"),
-    ("system_efficiency", "system efficiency (vLLM)", "mean over steps of tokens emitted / (γ + 1)", "{:.3f}"),
-    ("tokens_per_target_call", "tokens per target pass", "measured; Eq. 1 expects (1 − α^(γ+1)) / (1 − α)", "{:.2f}"),
-    ("expected_tokens_per_target_call", "… expected from α (Eq. 1)", "what independent acceptances at α would give", "{:.2f}"),
+METRIC_ROWS = [  # (metrics key, format); the name is catalogue key metric.<key>, its definition metric.<key>.def
+    ("acceptance_rate", "{:.3f}"),
+    ("draft_acceptance_rate", "{:.3f}"),
+    ("mean_acceptance_length", "{:.2f}"),
+    ("system_efficiency", "{:.3f}"),
+    ("tokens_per_target_call", "{:.2f}"),
+    ("expected_tokens_per_target_call", "{:.2f}"),
 ]
 
 
+def metric_row(name: str, value: str, definition: str) -> str:
+    return f"<tr><td>{name}</td><td><b>{value}</b></td><td class=muted>{html.escape(definition)}</td></tr>"
+
+
 def analytics_html(m: dict, lang: str = "en") -> str:
-    """The metric set under the names vLLM and Leviathan et al. use, each with its definition (those
-    names and definitions stay in English: they are the two communities' own terms)."""
+    """The metric set under the names vLLM and Leviathan et al. use (named in brackets), each with its
+    definition, in `lang`."""
     if not m.get("steps"):
         return f'<div class="muted">{tr(lang, "dbg.empty")}</div>'
-    rows = "".join(f"<tr><td>{name}</td><td><b>{fmt.format(m[key])}</b></td><td class=muted>{html.escape(text)}</td></tr>"
-                   for key, name, text, fmt in METRIC_ROWS)
+    rows = "".join(metric_row(tr(lang, f"metric.{key}"), fmt.format(m[key]), tr(lang, f"metric.{key}.def"))
+                   for key, fmt in METRIC_ROWS)
     per_position = ", ".join(f"{x:.2f}" for x in m["per_position_acceptance"])
     histogram = ", ".join(f"{k}: {n}" for k, n in enumerate(m["acceptance_length_histogram"]))
-    rows += (f"<tr><td>per-position acceptance (vLLM)</td><td><b>{per_position}</b></td>"
-             f"<td class=muted>share of steps that accepted drafted position 1, 2, …</td></tr>"
-             f"<tr><td>acceptance-length histogram</td><td><b>{histogram}</b></td>"
-             f"<td class=muted>steps by number of drafts accepted</td></tr>") + tree_card.tree_metric_rows(m)
+    rows += (metric_row(tr(lang, "metric.per_position"), per_position, tr(lang, "metric.per_position.def"))
+             + metric_row(tr(lang, "metric.histogram"), histogram, tr(lang, "metric.histogram.def"))
+             + tree_card.tree_metric_rows(m, lang))
     return f'<table class="analytics">{rows}</table>'
 
 
-def most_rejected_html(ranked: list[dict]) -> str:
+def _most_item(t: dict, lang: str) -> str:
+    return tr(lang, "most.item", token=f"<code>{_esc(show(t['token']))}</code>", r=t["rejected"], n=t["n"],
+              lo=f"{t['ci_low']:.2f}", hi=f"{t['ci_high']:.2f}")
+
+
+def most_rejected_html(ranked: list[dict], lang: str = "en") -> str:
     """export.most_rejected's tokens: only those tested often enough for their rate to mean something."""
     from ..core.rejections import MIN_SUPPORT
 
     if not ranked:
-        return f'<div class="muted">No token tested at least {MIN_SUPPORT} times has been rejected yet.</div>'
-    items = "".join(f"<li><code>{_esc(show(t['token']))}</code>: rejected {t['rejected']} of {t['n']} times tested "
-                    f"(95% interval {t['ci_low']:.2f}–{t['ci_high']:.2f})</li>" for t in ranked)
-    return (f"<b>Draft tokens rejected most often</b> <span class=muted>(tokens tested at least {MIN_SUPPORT} times)"
+        return f'<div class="muted">{tr(lang, "most.none", n=MIN_SUPPORT)}</div>'
+    items = "".join(f"<li>{_most_item(t, lang)}</li>" for t in ranked)
+    return (f'<b>{tr(lang, "most.head")}</b> <span class=muted>{tr(lang, "most.support", n=MIN_SUPPORT)}'
             f"</span><ol>{items}</ol>")

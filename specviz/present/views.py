@@ -15,13 +15,14 @@ import plotly.graph_objects as go
 
 from ..core import playground
 from ..core.config import DecodeConfig
-from ..core.notation import p_value_text
+from ..core.notation import letters, p_value_text
 from ..engine.decoders import clean_text
 from ..engine.presets import custom_pair, visitor_pair
 from ..engine.run import ComparedRun, RunSettings
 from . import export, playground_figures, render, run_figures, step_figures
-from .plotting import empty_figure
+from .errors import localize
 from .i18n import tr
+from .plotting import empty_figure
 from .render import Status
 
 
@@ -89,17 +90,19 @@ def build_view(session: Session, notation: str, status: Status = Status(), lang:
         blank = empty_figure(tr(lang, "fig.empty"))
         return View(render.text_view(prompt, [], lang=lang), render.step_card(None, lang=lang),
                     render.counters_html({}, "", False, 0, 0, lang), render.narration(None, lang=lang), blank, blank,
-                    blank, blank, None, render.message_html(status), render.analytics_html({}, lang), blank, [],
-                    render.most_rejected_html([]), render.round_summary(None, lang=lang))
+                    blank, blank, None, render.message_html(status), render.analytics_html({}, lang), blank,
+                    rejection_table([], notation, lang), render.most_rejected_html([], lang),
+                    render.round_summary(None, lang=lang))
     trace = traces[-1] if session.viewing is None else traces[session.viewing - 1]
     metrics = run.metrics()
     return View(render.text_view(prompt, traces, trace.step, lang), render.step_card(trace, notation, len(traces), lang),
                 render.counters_html(metrics, run.device, run.config.lossy, run.baseline_tokens(), len(traces), lang),
-                render.narration(trace, notation, lang), step_figures.pq_figure(trace, notation),
-                step_figures.uniform_figure(trace, notation), step_figures.residual_figure(trace, notation),
-                run_figures.history_figure(traces, notation), trace.step, render.message_html(status),
-                render.analytics_html(metrics, lang), run_figures.analytics_figure(traces, metrics, notation),
-                export.rejections(traces), render.most_rejected_html(export.most_rejected(traces)),
+                render.narration(trace, notation, lang), step_figures.pq_figure(trace, notation, lang),
+                step_figures.uniform_figure(trace, notation, lang), step_figures.residual_figure(trace, notation, lang),
+                run_figures.history_figure(traces, notation, lang), trace.step, render.message_html(status),
+                render.analytics_html(metrics, lang), run_figures.analytics_figure(traces, metrics, notation, lang),
+                rejection_table(export.rejections(traces), notation, lang),
+                render.most_rejected_html(export.most_rejected(traces), lang),
                 render.round_summary(trace, notation, lang))
 
 
@@ -150,35 +153,43 @@ def playground_tokens(text: str, size: int) -> list[str]:
     return (names + [f"t{i + 1}" for i in range(len(names), size)])[:size]
 
 
-def playground_view(tokens: str, target: str, draft: str, kl_budget: float, notation: str):
-    """(decomposition figure, mentored figure, status) for the typed distributions."""
+def playground_view(tokens: str, target: str, draft: str, kl_budget: float, notation: str, lang: str = "en"):
+    """(decomposition figure, mentored figure, status) for the typed distributions, in `lang`."""
     try:
         p, _ = playground.check_pair(target, draft)
         names = playground_tokens(tokens, len(p))
-        return (playground_figures.decomposition_figure(playground.decomposition(target, draft), names, notation),
-                playground_figures.mentored_figure(playground.mentored(target, draft, float(kl_budget)), names, notation), Status())
+        return (playground_figures.decomposition_figure(playground.decomposition(target, draft), names, notation, lang),
+                playground_figures.mentored_figure(playground.mentored(target, draft, float(kl_budget)), names, notation,
+                                                   lang), Status())
     except (ValueError, TypeError) as err:
-        return None, None, Status("error", str(err))
+        return None, None, Status("error", localize(lang, str(err)))
 
 
-def playground_run(tokens: str, target: str, draft: str, samples: int, seed: int, notation: str):
-    """(histogram of every rule, summary Markdown, status)."""
+def _verdict(lang: str, p_value: float) -> str:
+    return tr(lang, "pg.consistent") if p_value > 1e-3 else tr(lang, "pg.biased")
+
+
+def playground_run(tokens: str, target: str, draft: str, samples: int, seed: int, notation: str, lang: str = "en"):
+    """(histogram of every rule, summary Markdown, status), in `lang` and the notation's letters."""
+    t, _ = letters(notation)
     try:
         p, _ = playground.check_pair(target, draft)
         results = [playground.simulate(target, draft, samples, v, seed) for v in playground.VARIANTS]
     except (ValueError, TypeError) as err:
-        return None, "", Status("error", str(err))
-    rows = "\n".join(f"| {playground_figures.VARIANT_STYLE[r['variant']][0]} | {p_value_text(r['p_value'])} | "
-                     f"{r['max_gap']:.4f} | "
-                     f"{'consistent with the target' if r['p_value'] > 1e-3 else '**biased**: rejected at 1e-3'} |"
-                     for r in results)
-    summary = (f"Acceptance rate measured {results[0]['acceptance_rate']:.4f}, expected Σmin = "
-               f"{results[0]['expected_acceptance_rate']:.4f}.\n\n| rule | chi-square p-value | largest gap ∣obs − p∣ | verdict |\n|---|---|---|---|\n{rows}")
-    return playground_figures.histogram_figure(results, playground_tokens(tokens, len(p)), notation), summary, Status()
+        return None, "", Status("error", localize(lang, str(err)))
+    rows = "\n".join(f"| {tr(lang, playground_figures.VARIANT_STYLE[r['variant']][0])} | {p_value_text(r['p_value'])} | "
+                     f"{r['max_gap']:.4f} | {_verdict(lang, r['p_value'])} |" for r in results)
+    head = [tr(lang, "pg.col_rule"), tr(lang, "pg.col_p"), tr(lang, "pg.col_gap", t=t), tr(lang, "pg.col_verdict")]
+    rate = tr(lang, "pg.rate", m=f"{results[0]['acceptance_rate']:.4f}", e=f"{results[0]['expected_acceptance_rate']:.4f}")
+    summary = f"{rate}\n\n| {' | '.join(head)} |\n|---|---|---|---|\n{rows}"
+    names = playground_tokens(tokens, len(p))
+    return playground_figures.histogram_figure(results, names, notation, lang=lang), summary, Status()
 
 
-def playground_drafts_run(tokens: str, target: str, draft: str, drafts: int, samples: int, seed: int, notation: str):
-    """Several drafts: (histogram of the exact rule and the merged shortcut, acceptance-vs-k figure, summary, status)."""
+def playground_drafts_run(tokens: str, target: str, draft: str, drafts: int, samples: int, seed: int, notation: str,
+                          lang: str = "en"):
+    """Several drafts: (histogram of the exact rule and the merged shortcut, acceptance-vs-k figure, summary, status),
+    in `lang`."""
     from ..core import playground_drafts
     from . import drafts_figures
 
@@ -189,22 +200,36 @@ def playground_drafts_run(tokens: str, target: str, draft: str, drafts: int, sam
                    for v in playground_drafts.DRAFT_VARIANTS]
         curve = playground_drafts.acceptance_curve(target, draft)
     except (ValueError, TypeError) as err:
-        return None, None, "", Status("error", str(err))
+        return None, None, "", Status("error", localize(lang, str(err)))
     exact, merged = results
-    verdict = (lambda r: "consistent with the target" if r["p_value"] > 1e-3 else "**biased**: rejected at 1e-3")
-    summary = (f"k = {k}: one level accepts a candidate {exact['acceptance_rate']:.4f} of the time (closed form "
-               f"{exact['expected_acceptance_rate']:.4f}; one draft: 1 − TV = {curve['one_minus_tv']:.4f}).\n\n"
-               f"| rule | chi-square p-value | verdict |\n|---|---|---|\n"
-               f"| exact: each sample a try | {exact['p_value']:.3g} | {verdict(exact)} |\n"
-               f"| identical candidates merged | {merged['p_value']:.3g} | {verdict(merged)} |")
+    rate = tr(lang, "pg.drafts_rate", k=k, a=f"{exact['acceptance_rate']:.4f}", e=f"{exact['expected_acceptance_rate']:.4f}",
+              o=f"{curve['one_minus_tv']:.4f}")
+    head = [tr(lang, "pg.col_rule"), tr(lang, "pg.col_p"), tr(lang, "pg.col_verdict")]
+    summary = (f"{rate}\n\n| {' | '.join(head)} |\n|---|---|---|\n"
+               f"| {tr(lang, 'pg.drafts_exact')} | {exact['p_value']:.3g} | {_verdict(lang, exact['p_value'])} |\n"
+               f"| {tr(lang, 'pg.drafts_merged')} | {merged['p_value']:.3g} | {_verdict(lang, merged['p_value'])} |")
     names = playground_tokens(tokens, len(p))
-    return (drafts_figures.drafts_histogram(results, names, notation),
-            drafts_figures.acceptance_figure(curve, k, exact["acceptance_rate"], notation), summary, Status())
+    return (drafts_figures.drafts_histogram(results, names, notation, lang),
+            drafts_figures.acceptance_figure(curve, k, exact["acceptance_rate"], notation, lang), summary, Status())
 
 
 # ------------------------------------------------------------------ debugging a pair
 
 REJECTION_COLUMNS = ["step", "position", "context", "drafted", "p (target)", "q (draft)", "u", "accept chance", "resampled"]
+_REJECTION_KEYS = ["rej.step", "rej.position", "rej.context", "rej.drafted", "rej.target", "rej.draft", None, "rej.chance",
+                   "rej.resampled"]
+
+
+def rejection_columns(notation: str = "leviathan", lang: str = "en") -> list[str]:
+    """The rejection table's headers in `lang`, the target and draft columns in the notation's letters
+    (REJECTION_COLUMNS is the English, Leviathan-letter set the page starts with)."""
+    t, d = letters(notation)
+    return [tr(lang, key, t=t, d=d) if key else "u" for key in _REJECTION_KEYS]
+
+
+def rejection_table(rows: list, notation: str = "leviathan", lang: str = "en") -> dict:
+    """The rejection rows with their headers, as gr.Dataframe takes them."""
+    return {"headers": rejection_columns(notation, lang), "data": rows}
 
 
 @with_lock
@@ -215,7 +240,8 @@ def sweep_view(session: Session, notation: str, lang: str = "en"):
     if session.run is None or session.run.stateless:
         return None, Status("error", tr(lang, "msg.sweep_first" if session.run is None else "msg.sweep_zerogpu"))
     try:
-        return run_figures.sweep_figure(temperature_sweep(session.run.settings.load(), session.run.tokens), notation), Status()
+        sweep = temperature_sweep(session.run.settings.load(), session.run.tokens)
+        return run_figures.sweep_figure(sweep, notation, lang), Status()
     except (ValueError, RuntimeError) as err:
         return None, Status("error", tr(lang, "msg.sweep_failed", detail=str(err).splitlines()[0]))
 
@@ -236,7 +262,7 @@ def kl_buys(session: Session, kl_budget: float, lang: str = "en") -> str:
         budget = float(kl_budget or 0.0)
         exact, mentored = next_acceptance(session.run.settings.load(), session.run.tokens, session.run.config, budget)
     except (ValueError, RuntimeError, TypeError) as err:
-        return render.message_html(Status("error", str(err).splitlines()[0]))
+        return render.message_html(Status("error", localize(lang, str(err).splitlines()[0])))
     if budget <= 0:
         return f'<span>{tr(lang, "kl.exact")} · {exact:.3f}</span>'
     return f'<span>{tr(lang, "kl.buys", exact=f"{exact:.3f}", kl=f"{budget:g}", mentored=f"<b>{mentored:.3f}</b>")}</span>'

@@ -298,10 +298,14 @@ def test_kl_scale_writes_the_budget_and_shows_what_it_buys(browser, app_url):
         ctx.close()
 
 
-def test_phone_figures_keep_titles_legends_and_axis_titles_apart(browser, app_url):
-    ctx, page = open_page(browser, app_url, 390, 844)
+@pytest.mark.parametrize("query, tab", [("", "Playground: the proof"), ("?lang=ja", "プレイグラウンド：証明")])
+def test_phone_figures_keep_titles_legends_and_axis_titles_apart(browser, app_url, query, tab):
+    """Japanese titles have no spaces to wrap at: they are cut between characters instead."""
+    ctx, page = open_page(browser, app_url, 390, 844, query)
     try:
-        page.get_by_role("tab", name="Playground: the proof").click()
+        page.get_by_role("tab", name=tab).click()
+        if query:  # drawn in the page's language, not in the English the page starts in before its script runs
+            expect(page.locator("#pg-decomposition .gtitle")).to_contain_text("出力が", timeout=TIMEOUT)
         page.locator("#pg-run").click()
         expect(page.locator("#pg-histogram g.point path").first).to_be_attached(timeout=TIMEOUT)
         page.wait_for_timeout(1500)
@@ -319,6 +323,39 @@ def test_phone_figures_keep_titles_legends_and_axis_titles_apart(browser, app_ur
             for i, a in enumerate(axes):
                 for b in axes[i + 1:]:
                     assert a[2] <= b[0] or b[2] <= a[0] or a[3] <= b[1] or b[3] <= a[1], plot  # axis titles apart
-        shot(page, "phone-playground-390x844.png")
+        shot(page, f"phone-playground{query.replace('?lang=', '-')}-390x844.png")
+    finally:
+        ctx.close()
+
+
+def test_switching_to_chinese_translates_figures_and_the_playground_table(browser, app_url):
+    """#lang on an English page: after Step the figure titles are Chinese, and so is the Playground table."""
+    ctx, page = open_page(browser, app_url, 1280, 720, locale="en-US")
+    try:
+        page.locator("#lang").get_by_text("中文").click()
+        button = page.get_by_role("button", name="单步", exact=True)
+        expect(button).to_be_visible(timeout=TIMEOUT)
+        button.click()
+        expect(page.locator("#step-card")).to_contain_text("第 1 步", timeout=TIMEOUT)
+        page.get_by_text("完整分布与文字叙述").click()
+        expect(page.locator("#pq-plot .gtitle")).to_contain_text("2. 验证 — 每个草稿位置上的目标模型 p", timeout=TIMEOUT)
+        expect(page.locator("#notation")).to_contain_text("Leviathan 等 2023：p 目标模型，q 草稿模型", timeout=TIMEOUT)
+        page.get_by_text("本次运行至今").click()
+        expect(page.locator("#history-plot .gtitle")).to_contain_text("本次运行至今", timeout=TIMEOUT)
+        page.get_by_role("tab", name="演练场：证明").click()
+        page.locator("#pg-run").click()
+        expect(page.locator("#pg-summary th").first).to_have_text("规则", timeout=TIMEOUT)
+        assert [page.locator("#pg-summary th").nth(i).inner_text() for i in range(4)] == \
+            ["规则", "卡方检验 p 值", "最大偏差 ∣观测 − p∣", "判定"]
+        expect(page.locator("#pg-histogram .gtitle")).to_contain_text("观测频率", timeout=TIMEOUT)
+        expect(page.locator("#pg-preset input")).to_have_value("草稿分布过于自信", timeout=TIMEOUT)
+        typed = page.locator("#pg-target textarea")
+        typed.fill("0.4, 0.2, 0.2, 0.1, 0.05, 0.05")
+        page.locator("#lang").get_by_text("日本語").click()   # a table already shown follows the switch
+        expect(page.locator("#pg-summary th").first).to_have_text("規則", timeout=TIMEOUT)
+        expect(page.locator("#pg-preset input")).to_have_value("自信過剰なドラフト", timeout=TIMEOUT)
+        page.wait_for_timeout(1500)   # time for a preset change event, had the renaming fired one
+        assert typed.input_value() == "0.4, 0.2, 0.2, 0.1, 0.05, 0.05"   # renaming the presets keeps what was typed
+        expect(page.locator("#pg-decomposition .gtitle")).to_contain_text("出力がちょうど p になる理由", timeout=TIMEOUT)
     finally:
         ctx.close()

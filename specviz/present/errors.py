@@ -1,0 +1,63 @@
+"""Error messages in the page's language: the English an exception carries, matched to a catalogue frame.
+
+core/engine raise ValueError in English (the CLI's `error: ...` line and the API's JSON say it as it
+is); the page says the same sentence in its language. Each known message shape maps to a key of
+i18n_views.py with the same blanks: setting names, ranges and the refused value are kept verbatim.
+A message of no known shape stays English, so nothing is lost.
+"""
+from __future__ import annotations
+
+import re
+
+from .i18n import tr
+
+_VALUE = r"(?P<value>.+?)"
+# (pattern over the whole message, catalogue key); the first match wins, so the narrower shapes come first
+FRAMES = [
+    (rf"(?P<name>\w+) must be a whole number in (?P<lo>[\d,]+)\.\.(?P<hi>[\d,]+) here, not {_VALUE} "
+     r"\(the command line goes further\)", "err.whole_range_here"),
+    (rf"(?P<name>[\w ]+) must be a whole number in (?P<lo>[\d,]+)\.\.(?P<hi>[\d,]+), not {_VALUE}", "err.whole_range"),
+    (rf"(?P<name>\w+) must be a number in (?P<range>\[[^\]]+\]), not {_VALUE}", "err.number_range"),
+    (rf"(?P<name>\w+) must be a whole number >= 0 \((?P<off>\S+) = off\), not {_VALUE}", "err.whole_min_off"),
+    (rf"(?P<name>\w+) must be in (?P<range>\S+ \S+) \((?P<off>\S+) = off\), not {_VALUE}", "err.in_off"),
+    (rf"(?P<name>\w+) must be a finite number >= 0, not {_VALUE}", "err.finite_min"),
+    (rf"(?P<name>\w+) must be a whole number >= 0, not {_VALUE}", "err.whole_min"),
+    (rf"(?P<name>\w+) must be a whole number, not {_VALUE}", "err.whole"),
+    (rf"(?P<name>\w+) must be a number, not {_VALUE}", "err.number"),
+    (rf"(?P<name>\w+) must be text, not {_VALUE}", "err.text"),
+    (r"drafts > 1 needs kl_budget = 0: .* \(got drafts=(?P<drafts>.+?), kl_budget=(?P<kl>.+?)\)", "err.drafts_kl"),
+    (rf"(?P<name>\w+) must be a list of numbers, got {_VALUE}", "err.list"),
+    (r"(?P<name>\w+) needs 2 to (?P<hi>\d+) tokens, got (?P<n>\d+)", "err.size"),
+    (r"(?P<name>\w+) has a NaN or infinite weight", "err.nan"),
+    (r"(?P<name>\w+) has a negative weight", "err.negative"),
+    (r"(?P<name>\w+) has no mass: give at least one weight above 0", "err.no_mass"),
+    (r"target has (?P<n>\d+) tokens but draft has (?P<m>\d+): give one weight per token to each", "err.pair"),
+    (rf"(?:notation: )?unknown notation {_VALUE}; choose one of (?P<choices>.+)", "err.notation"),
+    (rf"unknown preset {_VALUE}; choose one of (?P<choices>.+)", "err.preset"),
+    (r"give both a draft and a target model, or a preset", "err.both_models"),
+    (rf"the (?P<role>draft|target) model {_VALUE} is neither a model folder nor a hub id \(org/name\)", "err.model_missing"),
+    (rf"the (?P<role>draft|target) model {_VALUE} is not a folder; a model folder holds config.json", "err.model_not_folder"),
+    (rf"could not convert string to float: {_VALUE}", "err.not_float"),
+    (r"Your earlier run had no event for (?P<minutes>\d+) minutes and was freed", "err.expired"),
+    (r"Your earlier run was freed to make room for other visitors", "err.made_room"),
+    (rf"showing step must be a whole number in 1\.\.(?P<hi>\d+), not {_VALUE}", "err.view_step"),
+]
+_COMPILED = [(re.compile(pattern, re.DOTALL), key) for pattern, key in FRAMES]
+_PARSE = re.compile(r"(?P<name>\w+): (?P<detail>.+); write numbers separated by commas, e\.g\. 0\.5, 0\.3, 0\.2", re.DOTALL)
+
+
+def localize(lang: str, message: str) -> str:
+    """`message` (an exception's English) in `lang`: its frame translated, the blanks as they were."""
+    if lang == "en" or not message:
+        return message
+    parse = _PARSE.fullmatch(message)
+    if parse:  # "target: <a parse error>; write numbers ...": the inner error has a frame of its own
+        return tr(lang, "err.parse", name=parse["name"], detail=localize(lang, parse["detail"]))
+    for pattern, key in _COMPILED:
+        match = pattern.fullmatch(message)
+        if match:
+            args = match.groupdict()
+            if "role" in args:
+                args["role"] = tr(lang, f"err.role.{args['role']}")
+            return tr(lang, key, **args)
+    return message
