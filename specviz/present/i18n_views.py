@@ -4,7 +4,12 @@ frames, in English, Chinese and Japanese: i18n.py's catalogue continued (merged 
 Same conventions as i18n.py: letters and formulas arrive as {t} (target) and {d} (draft) so the
 notation switch works in every language; "(s)" after a number is English's plural, resolved by tr().
 Terms as in i18n.py (Kylin's post: 接受 / 拒绝, 残差分布, 重采样; Masada's slides: 採用, 棄却,
-サンプリングし直す); TV, KL, γ, α, c, k and Thm 3.8 stay as they are.
+サンプリングし直す); TV, KL, γ, α, c, k and Thm 3.8 stay as they are. One term per concept in both
+files: acceptance rate 接受率 / 採用率 (Masada's 採用), tested or examined 检验 / 検査, greedy decoding 贪心解码 /
+貪欲デコーディング, speedup 加速比 / 高速化率, forward pass 前向计算 / 順伝播, chain 链 / 系列, depth 深度 / 深さ
+(never 层: that is a model's layer), chi-square test 卡方检验 / カイ二乗検定, confidence interval 置信区间 /
+信頼区間; a small p-value means biased (not "the smaller, the more biased"), and the test rejects the null
+hypothesis (原假设 / 帰無仮説), not a draft.
 
 Long because it is a table: three dicts of the same keys, side by side for a translator.
 """
