@@ -301,9 +301,9 @@ ZH = {
     "badge.greedy": "贪心解码（T = 0）",
     "badge.lossy": "有损：mentored decoding，KL 预算 {kl}",
     "card.draft": "<b>1. 起草</b> — 草稿模型采样了 {g} 个：{tokens}",
-    "card.draft_reads": ("<small>这个草稿模型在目标模型已计算过的位置（直到上次验证的 token）读取目标模型最后一层的隐藏状态，"
-                         "在正在起草的位置读取它自己对该隐藏状态的预测（EAGLE 方法）。它读到什么只影响 {d}："
-                         "验证步骤保证输出分布仍与目标模型完全相同。</small>"),
+    "card.draft_reads": ("<small>这个草稿模型在目标模型已计算过的位置（直到最后一个已验证的 token）"
+                         "读取目标模型最后一层的隐藏状态，在正在起草的位置读取它自己对该隐藏状态的预测（EAGLE 方法）。"
+                         "它读到什么只影响 {d}：验证步骤保证输出分布仍与目标模型完全相同。</small>"),
     "card.verify": ("<b>2. 验证</b> — 目标模型一次前向计算给全部打分。若 u &lt; min(1, {t}(x)/{d}(x)) 则接受草稿 x，"
                     "其中 <b>u</b> 是每个位置新抽取的 [0, 1) 均匀随机数。"),
     "card.verify_greedy": "<b>2. 验证</b> — 目标模型一次前向计算给全部打分。T = 0 时两个模型都是确定的：只要草稿是目标模型的 argmax 就接受（不抽随机数）。",
@@ -324,7 +324,7 @@ ZH = {
     "mentored.rest": "· 精确 {e} · KL {kl}/{budget}",
     "mentored.exact_rejects": "精确解码在这里会拒绝",
     "mentored.exact_accepts": "精确解码在这里会接受",
-    "skipped": "位置 {span}（{tokens}）：未检查，前面的草稿已被拒绝",
+    "skipped": "位置 {span}（{tokens}）：未检验，前面的草稿已被拒绝",
     "correct.bonus": "<b>3. 修正</b> — {g} 个草稿全部被接受，而这次目标前向计算已经算出了下一个位置的分布 {t}：从中直接采样出<b>额外 token</b> {token}，无需再做前向计算。",
     "correct.resampled": "<b>3. 修正</b> — 位置 {pos} 被拒绝：从 {source} <b>重采样</b>得到 {token}{why}。",
     "why.mentored": "，即 mentored 重采样分布",
@@ -349,7 +349,7 @@ ZH = {
     "nar.empty": "*还没有内容：请按**单步**。*",
     "nar.draft": "**1. 起草**：草稿模型提出了 {g} 个 token：{tokens}。",
     "nar.verify": "**2. 验证**：目标模型用一次前向计算给它们全部打分。",
-    "nar.skipped": "- {token}：未检查，前面的 token 已被拒绝。",
+    "nar.skipped": "- {token}：未检验，前面的 token 已被拒绝。",
     "nar.greedy": ("- {token}：温度为 0 时两个模型都确定自己的 argmax；目标模型的 argmax 是 {argmax}，"
                    "所以两者 {agree}：**{verdict}**。"),
     "nar.agree": "一致",
@@ -419,7 +419,7 @@ JA = {
     "lbl.preset": "モデルの組",
     "lbl.gamma": "γ：1 ステップあたりのドラフトトークン数",
     "lbl.drafts": "k：1 ステップのドラフト数（> 1：k 本の系列をトークン木として検証）",
-    "lbl.temperature": "温度（0 = 貪欲法）",
+    "lbl.temperature": "温度（0 = 貪欲デコーディング）",
     "lbl.kl": "KL 予算（0 = 厳密；> 0 = mentored decoding：近似、出力分布が変わる）",
     "lbl.kl_scale": "対数目盛の KL 予算（左端 = 0、厳密）",
     "lbl.notation": "記法",
@@ -468,12 +468,13 @@ JA = {
     "card.viewing": "（表示中；最新はステップ {total}）",
     "card.tokens_from_pass": "ターゲットの順伝播 1 回で {k} トークン",
     "badge.exact": "厳密",
-    "badge.greedy": "貪欲法（T = 0）",
+    "badge.greedy": "貪欲デコーディング（T = 0）",
     "badge.lossy": "近似：mentored decoding、KL 予算 {kl}",
     "card.draft": "<b>1. ドラフト</b> — ドラフトモデルが {g} 個サンプリング：{tokens}",
-    "card.draft_reads": ("<small>このドラフトモデルは、ターゲットモデルが計算済みの位置（最後に検証したトークンまで）では"
-                         "その最終層の隠れ状態を、いまドラフトしている位置では自分で予測した隠れ状態を読みます（EAGLE 方式）。"
-                         "読むものが変えるのは {d} だけで、検証ステップにより出力の分布はターゲットモデルと完全に同じままです。</small>"),
+    "card.draft_reads": ("<small>このドラフトモデルは、ターゲットモデルが計算済みの位置（検証済みの最後のトークンまで）"
+                         "ではその最終層の隠れ状態を、いまドラフトしている位置では自分で予測した隠れ状態を読みます（EAGLE 方式）。"
+                         "読むものが変えるのは {d} だけで、検証ステップにより出力の分布はターゲットモデルと完全に同じままです。"
+                         "</small>"),
     "card.verify": ("<b>2. 検証</b> — ターゲットが 1 回の順伝播ですべてを評価。u &lt; min(1, {t}(x)/{d}(x)) ならド"
                     "ラフト x を採用。<b>u</b> は位置ごとに新しく引く [0, 1) の一様乱数です。"),
     "card.verify_greedy": "<b>2. 検証</b> — ターゲットが 1 回の順伝播ですべてを評価。T = 0 では両モデルとも確定的：ドラフトがターゲットの argmax である間は採用（乱数なし）。",
@@ -551,13 +552,13 @@ JA = {
     "cnt.draft_passes": "ドラフトの順伝播回数",
     "cnt.tokens_per_s": "トークン / 秒",
     "cnt.argument": "ターゲットの順伝播回数：投機的 <b>{spec}</b> 回 vs ターゲットのみ <b>{base}</b> 回 · 1 回あたり <b>{tpp}</b> トークン · {speed}",
-    "cnt.speedup": "<b>速度向上 ×{s} ± {se}</b>",
-    "cnt.warming": "速度向上：ウォームアップ中（{n}/{need} ステップ）",
+    "cnt.speedup": "<b>高速化率 ×{s} ± {se}</b>",
+    "cnt.warming": "高速化率：ウォームアップ中（{n}/{need} ステップ）",
     "cnt.alpha": "α（採用数 / 検査数）<b>{a}</b> · 平均採用長 <b>{m}</b>",
     "cnt.lossy": "近似の実行 vs 厳密なベースライン",
-    "cnt.warming_long": "<b>速度向上</b>：ウォームアップ中（両方式とも {need} 回順伝播してから計測；現在 {n} ステップ）",
-    "cnt.measured": ("<b>速度向上 ×{s} ± {se}</b>（ここで実測、{device}）；定理 3.8 の予測は α = {a}、c = {c} で ×{pred}；"
-                     "最適な γ {best}"),
+    "cnt.warming_long": "<b>高速化率</b>：ウォームアップ中（両方式とも {need} 回順伝播してから計測；現在 {n} ステップ）",
+    "cnt.measured": ("<b>高速化率 ×{s} ± {se}</b>（ここで実測、{device}）；"
+                     "定理 3.8 の予測は α = {a}、c = {c} で ×{pred}；最適な γ {best}"),
     "kl.buys": "厳密（KL 0）：ここでの採用率 {exact} · KL {kl} では：{mentored}",
     "kl.exact": "KL 0：厳密な投機的サンプリング（分布は変わらない）",
     "kl.none": "各予算で得られる採用率は最初のステップの後に表示されます",
