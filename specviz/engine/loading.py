@@ -22,6 +22,7 @@ from pathlib import Path
 import torch
 
 from . import settings, smollm2
+from .cpu_head import use_rows_first_head
 from .presets import (PRESETS, ModelLoadError, Preset, canonical, estimated_params, hub_options, is_folder_name,
                       pair_ref, pickle_checkpoint, read_config, scrub_paths, shown)
 
@@ -284,6 +285,8 @@ def _load(spec: Preset, device: torch.device, dtype: torch.dtype) -> ModelPair:
     draft_tok, draft = _load_one(spec.draft, "draft", device, dtype)
     target_tok, target = _load_one(spec.target, "target", device, dtype)
     smollm2.attach_shared(draft, target, spec.draft)  # a draft that stores only what it does not share
+    for model in (draft, target):
+        use_rows_first_head(model, device)  # CPU: a large head's few-row products as W·hᵀ (engine/cpu_head.py)
     vocab = check_compatible(draft_tok, target_tok)
     for role, model in (("draft", draft), ("target", target)):
         if model.config.get_text_config().vocab_size < vocab:

@@ -106,7 +106,8 @@ class SubsetHead(torch.nn.Module):
         self.vocab = vocab
 
     def forward(self, hidden: torch.Tensor) -> torch.Tensor:
-        scores = hidden @ self.weight.T
+        flat = hidden.reshape(-1, hidden.shape[-1])  # [n, H]; W·hᵀ: fast for few rows on a CPU (cpu_head.py)
+        scores = torch.mm(self.weight, flat.T).T.reshape(*hidden.shape[:-1], self.weight.shape[0])
         out = scores.new_full((*scores.shape[:-1], self.vocab), float("-inf"))
         out[..., self.ids] = scores
         return out

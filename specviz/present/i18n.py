@@ -118,9 +118,9 @@ EN = {
     "badge.greedy": "greedy (T = 0)",
     "badge.lossy": "LOSSY: mentored decoding, KL budget {kl}",
     "card.draft": "<b>1. Draft</b> — the draft model sampled {g}: {tokens}",
-    "card.draft_reads": ("<small>This draft reads the target's last hidden state where the target has computed it (up to "
+    "card.draft_reads": ("This draft reads the target's last hidden state where the target has computed it (up to "
                          "the last verified token) and its own guess of it for the tokens it drafts now (EAGLE). What it "
-                         "reads changes only {d}: the verify step keeps the output exactly the target's.</small>"),
+                         "reads changes only {d}: the verify step keeps the output exactly the target's."),
     "card.verify": ("<b>2. Verify</b> — one target pass scored them all. A draft x is kept if u &lt; min(1, {t}(x)/{d}(x)), "
                     "where <b>u</b> is a fresh uniform random number in [0, 1), one per position."),
     "card.verify_greedy": ("<b>2. Verify</b> — one target pass scored them all. At T = 0 both models are certain: "
@@ -301,9 +301,9 @@ ZH = {
     "badge.greedy": "贪心解码（T = 0）",
     "badge.lossy": "有损：mentored decoding，KL 预算 {kl}",
     "card.draft": "<b>1. 起草</b> — 草稿模型采样了 {g} 个：{tokens}",
-    "card.draft_reads": ("<small>这个草稿模型在目标模型已计算过的位置（直到最后一个已验证的 token）"
+    "card.draft_reads": ("这个草稿模型在目标模型已计算过的位置（直到最后一个已验证的 token）"
                          "读取目标模型最后一层的隐藏状态，在正在起草的位置读取它自己对该隐藏状态的预测（EAGLE 方法）。"
-                         "它读到什么只影响 {d}：验证步骤保证输出分布仍与目标模型完全相同。</small>"),
+                         "它读到什么只影响 {d}：验证步骤保证输出分布仍与目标模型完全相同。"),
     "card.verify": ("<b>2. 验证</b> — 目标模型一次前向计算给全部打分。若 u &lt; min(1, {t}(x)/{d}(x)) 则接受草稿 x，"
                     "其中 <b>u</b> 是每个位置新抽取的 [0, 1) 均匀随机数。"),
     "card.verify_greedy": "<b>2. 验证</b> — 目标模型一次前向计算给全部打分。T = 0 时两个模型都是确定的：只要草稿是目标模型的 argmax 就接受（不抽随机数）。",
@@ -471,10 +471,10 @@ JA = {
     "badge.greedy": "貪欲デコーディング（T = 0）",
     "badge.lossy": "近似：mentored decoding、KL 予算 {kl}",
     "card.draft": "<b>1. ドラフト</b> — ドラフトモデルが {g} 個サンプリング：{tokens}",
-    "card.draft_reads": ("<small>このドラフトモデルは、ターゲットモデルが計算済みの位置（検証済みの最後のトークンまで）"
+    "card.draft_reads": ("このドラフトモデルは、ターゲットモデルが計算済みの位置（検証済みの最後のトークンまで）"
                          "ではその最終層の隠れ状態を、いまドラフトしている位置では自分で予測した隠れ状態を読みます（EAGLE 方式）。"
                          "読むものが変えるのは {d} だけで、検証ステップにより出力の分布はターゲットモデルと完全に同じままです。"
-                         "</small>"),
+                         ""),
     "card.verify": ("<b>2. 検証</b> — ターゲットが 1 回の順伝播ですべてを評価。u &lt; min(1, {t}(x)/{d}(x)) ならド"
                     "ラフト x を採用。<b>u</b> は位置ごとに新しく引く [0, 1) の一様乱数です。"),
     "card.verify_greedy": "<b>2. 検証</b> — ターゲットが 1 回の順伝播ですべてを評価。T = 0 では両モデルとも確定的：ドラフトがターゲットの argmax である間は採用（乱数なし）。",
