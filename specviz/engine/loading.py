@@ -284,7 +284,11 @@ def _load_one(model_id: str, role: str, device: torch.device, dtype: torch.dtype
 def _load(spec: Preset, device: torch.device, dtype: torch.dtype) -> ModelPair:
     draft_tok, draft = _load_one(spec.draft, "draft", device, dtype)
     target_tok, target = _load_one(spec.target, "target", device, dtype)
-    smollm2.attach_shared(draft, target, spec.draft)  # a draft that stores only what it does not share
+    try:
+        smollm2.attach_shared(draft, target, spec.draft)  # a draft that stores only what it does not share
+    except (ValueError, KeyError, OSError, RuntimeError) as err:
+        raise ModelLoadError(f"could not give the draft {shown(spec.draft)!r} what it shares with the target: "
+                             f"{_detail(err)}") from None
     for model in (draft, target):
         use_rows_first_head(model, device)  # CPU: a large head's few-row products as W·hᵀ (engine/cpu_head.py)
     vocab = check_compatible(draft_tok, target_tok)

@@ -135,6 +135,16 @@ def quiet_if_shared(folder: str):
         hf_logging.set_verbosity(level)
 
 
+def own_file(folder: str | Path, name) -> Path:
+    """A file that specviz_shared.json names: a plain file name inside the draft's own folder, nothing else
+    (a folder a visitor names must not make the server read a file elsewhere)."""
+    root = Path(folder).resolve()
+    path = (root / str(name)).resolve()
+    if not isinstance(name, str) or Path(name).name != name or path.parent != root or not path.is_file():
+        raise ValueError(f"{SHARED_FILE} names {str(name)[:80]!r}, which is not a file in the draft's own folder")
+    return path
+
+
 def attach_shared(draft, target, folder: str | Path) -> None:
     """Give the draft loaded from `folder` what it shares with the target: the token embeddings (the same
     tensor, no copy) and a head over the target's head rows for the draft's vocabulary subset."""
@@ -147,14 +157,14 @@ def attach_shared(draft, target, folder: str | Path) -> None:
     ids_file = spec.get("vocab_subset")
     if ids_file:
         from safetensors.torch import load_file
-        ids = load_file(str(Path(folder) / ids_file))["ids"]
+        ids = load_file(str(own_file(folder, ids_file)))["ids"]
         draft.lm_head = SubsetHead(head, ids, vocab).to(head.device)
     else:
         draft.lm_head = target.get_output_embeddings()
     fc_file = spec.get("feature_fc")
     if fc_file:  # a draft that reads the target's hidden states (engine/feature_draft.py)
         from safetensors.torch import load_file
-        weights = load_file(str(Path(folder) / fc_file))
+        weights = load_file(str(own_file(folder, fc_file)))
         out_dim, in_dim = weights["weight"].shape
         fc = torch.nn.Linear(in_dim, out_dim, bias="bias" in weights)
         fc.load_state_dict(weights)

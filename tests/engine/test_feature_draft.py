@@ -131,3 +131,21 @@ def test_a_forked_decoder_continues_as_a_fresh_one_with_that_seed(tiny):
     fresh.generator.manual_seed(11)
     fresh.run()
     assert twin.generated_ids == fresh.generated_ids and base.steps == 1
+
+
+@pytest.mark.parametrize("named", ["../target/model.safetensors", "/etc/hostname", "sub/feature_fc.safetensors", "missing.safetensors"])
+def test_a_shared_file_must_be_a_plain_file_of_the_drafts_own_folder(tiny, tmp_path, named):
+    """A folder a visitor names may not make the server read a file elsewhere through specviz_shared.json."""
+    import shutil
+
+    from specviz.engine.loading import load_pair
+    from specviz.engine.presets import ModelLoadError
+
+    source = tiny.ref.draft
+    draft = tmp_path / "draft"
+    shutil.copytree(source, draft)
+    (draft / "sub").mkdir()
+    shutil.copy(draft / "feature_fc.safetensors", draft / "sub" / "feature_fc.safetensors")
+    (draft / "specviz_shared.json").write_text(json.dumps({"embeddings": "shared with the target", "feature_fc": named}))
+    with pytest.raises(ModelLoadError, match="not a file in the draft's own folder"):
+        load_pair(draft=str(draft), target=tiny.ref.target, device="cpu")
