@@ -14,6 +14,13 @@ import copy
 import torch
 
 
+class _Output:
+    """What `_advance` and the callers read of a forward: logits, the cache, the last hidden states."""
+
+    def __init__(self, logits, past_key_values, hidden_states):
+        self.logits, self.past_key_values, self.hidden_states = logits, past_key_values, hidden_states
+
+
 class CachedModel:
     """A causal LM with its KV cache: feed only the tokens it has not seen yet."""
 
@@ -28,8 +35,15 @@ class CachedModel:
 
     def _call(self, ids: torch.Tensor, keep: int, mask: torch.Tensor | None):
         """One forward of ids [k, n] over the cache; subclasses change what goes in."""
-        return self.model(input_ids=ids, attention_mask=mask, past_key_values=self.cache, use_cache=True,
-                          logits_to_keep=keep, output_hidden_states=self.keep_features)
+        if not self.keep_features:
+            return self.model(input_ids=ids, attention_mask=mask, past_key_values=self.cache, use_cache=True,
+                              logits_to_keep=keep)
+        # the base model's last hidden state, then the head on the last `keep` positions, as the causal LM's
+        # own forward does; not output_hidden_states, which would hold every layer's states for a long prompt
+        out = self.model.base_model(input_ids=ids, attention_mask=mask, past_key_values=self.cache, use_cache=True)
+        hidden = out.last_hidden_state                                            # [k, n, H]
+        logits = self.model.get_output_embeddings()(hidden[:, -keep:] if keep else hidden)
+        return _Output(logits=logits, past_key_values=out.past_key_values, hidden_states=(hidden,))
 
     def _advance(self, out, n: int) -> None:
         self.cache = out.past_key_values

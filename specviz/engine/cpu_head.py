@@ -29,9 +29,10 @@ class RowsFirstHead(torch.nn.Module):
 
     def forward(self, hidden: torch.Tensor) -> torch.Tensor:
         flat = hidden.reshape(-1, hidden.shape[-1])              # [n, H]
-        logits = torch.mm(self.weight, flat.T).T                 # [n, V]
-        if self.bias is not None:
-            logits = logits + self.bias
+        if self.bias is None:
+            logits = torch.mm(self.weight, flat.T).T             # [n, V]
+        else:  # fused as nn.Linear's addmm is: the same rounding in bf16
+            logits = torch.addmm(self.bias[:, None], self.weight, flat.T).T
         return logits.reshape(*hidden.shape[:-1], self.out_features)
 
 

@@ -166,6 +166,10 @@ def attach_shared(draft, target, folder: str | Path) -> None:
         from safetensors.torch import load_file
         weights = load_file(str(own_file(folder, fc_file)))
         out_dim, in_dim = weights["weight"].shape
+        hidden, features = draft.config.hidden_size, target.config.get_text_config().hidden_size
+        if (out_dim, in_dim) != (hidden, hidden + features):
+            raise ValueError(f"its feature_fc maps {in_dim} to {out_dim} numbers; this draft and target need "
+                             f"{hidden + features} to {hidden}")
         fc = torch.nn.Linear(in_dim, out_dim, bias="bias" in weights)
         fc.load_state_dict(weights)
         draft.feature_fc = fc.to(device=head.device, dtype=head.dtype)

@@ -40,3 +40,13 @@ def test_only_a_large_head_on_the_cpu_is_replaced_and_stays_tied():
     assert not use_rows_first_head(Tiny(4096, 128), torch.device("cpu"))            # the Shakespeare pair's size
     assert not use_rows_first_head(Tiny(MIN_WEIGHTS // 64 + 1, 64), torch.device("cuda"))
     assert not use_rows_first_head(big, torch.device("cpu"))                       # already replaced
+
+
+@pytest.mark.parametrize("bias", [False, True])
+def test_bfloat16_rounds_as_the_linear_layer_does(bias):
+    """The bias is fused into the product (addmm), as nn.Linear fuses it: no extra rounding in bf16."""
+    torch.manual_seed(3)
+    linear = torch.nn.Linear(64, 3000, bias=bias).to(torch.bfloat16)
+    hidden = torch.randn(2, 5, 64, dtype=torch.bfloat16)
+    with torch.no_grad():
+        assert torch.equal(RowsFirstHead(linear)(hidden), linear(hidden))

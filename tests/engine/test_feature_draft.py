@@ -149,3 +149,18 @@ def test_a_shared_file_must_be_a_plain_file_of_the_drafts_own_folder(tiny, tmp_p
     (draft / "specviz_shared.json").write_text(json.dumps({"embeddings": "shared with the target", "feature_fc": named}))
     with pytest.raises(ModelLoadError, match="not a file in the draft's own folder"):
         load_pair(draft=str(draft), target=tiny.ref.target, device="cpu")
+
+
+def test_a_feature_layer_of_the_wrong_shape_is_refused_at_load(tiny, tmp_path):
+    import shutil
+
+    from safetensors.torch import save_file
+
+    from specviz.engine.loading import load_pair
+    from specviz.engine.presets import ModelLoadError
+
+    draft = tmp_path / "draft"
+    shutil.copytree(tiny.ref.draft, draft)
+    save_file({k: v.contiguous() for k, v in torch.nn.Linear(48, 32).state_dict().items()}, str(draft / "feature_fc.safetensors"))
+    with pytest.raises(ModelLoadError, match="feature_fc maps 48 to 32 numbers; this draft and target need 64 to 32"):
+        load_pair(draft=str(draft), target=tiny.ref.target, device="cpu")
