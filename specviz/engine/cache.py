@@ -96,8 +96,9 @@ class CachedModel:
             self.features = self.features[row: row + 1]
         self.rows = 1
 
-    def fork(self) -> CachedModel:
-        """A copy whose cache grows apart from this one's (the keys and values are copied once)."""
+    def fork(self, source: CachedModel | None = None) -> CachedModel:
+        """A copy whose cache grows apart from this one's (the keys and values are copied once); `source` is
+        the forked target a draft reading its features follows (ignored here)."""
         twin = copy.copy(self)
         twin.cache = copy.deepcopy(self.cache)
         return twin

@@ -25,7 +25,7 @@ from ..core import sampling
 from ..core.config import DecodeConfig
 from ..core.trace import Candidate, Correction, Counters, EmittedToken, PositionTrace, StepRecord, StepTrace
 from .cache import CachedModel
-from .feature_draft import FeatureDraft, cached_draft, reads_features
+from .feature_draft import cached_draft, reads_features
 from .loading import ModelPair
 
 __all__ = ["DecodingFinished", "SpeculativeDecoder", "TargetOnlyDecoder",
@@ -131,7 +131,7 @@ class _Decoder:
         twin.generator = torch.Generator(device=self.pair.device).manual_seed(seed)
         twin.target = self.target.fork()
         if hasattr(self, "draft"):
-            twin.draft = self.draft.fork(twin.target) if isinstance(self.draft, FeatureDraft) else self.draft.fork()
+            twin.draft = self.draft.fork(twin.target)
         return twin
 
     def state(self) -> DecoderState:

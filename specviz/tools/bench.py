@@ -88,8 +88,9 @@ def run_bench(preset=None, draft=None, target=None, device=None, gamma=4, quick=
     context = pair.encode(prompts[0]) * 4
     repeats = 50 if quick else 300
     features = reads_features(pair.draft)  # then the target keeps its hidden states, as in decoding
-    source = CachedModel(pair.target, pair.vocab_size, keep_features=True)
-    source.forward(context)
+    source = CachedModel(pair.target, pair.vocab_size, keep_features=True)  # what a feature-reading draft reads
+    if features:
+        source.forward(context)
     draft_ms, target_ms, verify_ms = per_call_latency_ms(
         [(cached_draft(pair.draft, pair.vocab_size, source), 1),
          (CachedModel(pair.target, pair.vocab_size, keep_features=features), 1),
