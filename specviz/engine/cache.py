@@ -6,12 +6,17 @@ removes n positions (a positive argument is refused); tests/engine/test_cache.py
 
 With `keep_features` the model also keeps its last hidden state at every position it has seen (the
 "features" a draft like `feature_draft.FeatureDraft` reads), cropped, expanded and selected with the cache.
+
+With `static_len` the keys and values live in a `static_cache.StaticKV` of that many positions instead
+(one sequence; on CUDA its forwards replay as graphs): `crop_to` then moves its write position back.
 """
 from __future__ import annotations
 
 import copy
 
 import torch
+
+from .static_cache import StaticKV
 
 
 class _Output:
@@ -24,17 +29,29 @@ class _Output:
 class CachedModel:
     """A causal LM with its KV cache: feed only the tokens it has not seen yet."""
 
-    def __init__(self, model, vocab_size: int, keep_features: bool = False):
+    def __init__(self, model, vocab_size: int, keep_features: bool = False, static_len: int | None = None,
+                 graphs: bool = False):
         self.model, self.vocab_size = model, vocab_size
-        self.cache = None
+        self.static = StaticKV(model, static_len, graphs) if static_len else None
+        self.cache = self.static.cache if self.static else None
         self.seen = 0  # tokens whose keys/values are in the cache
         self.calls = 0
         self.rows = 1  # batch rows the cache holds: k while several drafts are scored, else 1
         self.keep_features = keep_features
         self.features = None  # [rows, seen, H] the last hidden state at every seen position (keep_features)
 
+    def _embed(self, ids: torch.Tensor) -> torch.Tensor:
+        """The model's inputs [k, n, H] for ids [k, n] (a draft reading the target's features changes them)."""
+        return self.model.get_input_embeddings()(ids)
+
+    def _static_call(self, inputs: torch.Tensor, keep: int) -> _Output:
+        logits, hidden = self.static.forward(inputs, keep)  # [1, keep, V], [1, n, H]
+        return _Output(logits=logits, past_key_values=self.cache, hidden_states=(hidden,))
+
     def _call(self, ids: torch.Tensor, keep: int, mask: torch.Tensor | None):
         """One forward of ids [k, n] over the cache; subclasses change what goes in."""
+        if self.static is not None:
+            return self._static_call(self._embed(ids), keep)
         if not self.keep_features:
             return self.model(input_ids=ids, attention_mask=mask, past_key_values=self.cache, use_cache=True,
                               logits_to_keep=keep)
@@ -63,6 +80,15 @@ class CachedModel:
         self._advance(out, len(new_ids))
         return out.logits[0, :, : self.vocab_size]  # padded embedding rows masked off
 
+    def capture(self, sizes) -> float:
+        """With a static cache on CUDA: record the forwards over each number of new tokens in `sizes` as
+        graphs (after the prefill, before any timed step). Returns the seconds it took."""
+        if self.static is None:
+            return 0.0
+        before = self.static.capture_s
+        self.static.capture(sizes)
+        return self.static.capture_s - before
+
     def prefill(self, ids: list[int]) -> None:
         """Fill the cache with ids; only the last position's logits are computed (and dropped)."""
         if ids:
@@ -72,6 +98,8 @@ class CachedModel:
     def forward_rows(self, rows: list[list[int]], keep: int = 0) -> torch.Tensor:
         """Logits [k, n, V] for k rows of n new ids each over the cache's k copies (see `expand`)."""
         ids = torch.tensor(rows, device=self.model.device)  # [k, n]
+        if self.static is not None and ids.shape[0] > 1:
+            raise ValueError("a static cache holds one sequence: use a dynamic one for several drafts")
         if self.cache is not None and self.seen and self.rows != ids.shape[0]:
             raise ValueError(f"the cache holds {self.rows} rows, not {ids.shape[0]}: expand it first")
         mask = torch.ones(ids.shape[0], self.seen + ids.shape[1], dtype=torch.long, device=ids.device)  # no padding
@@ -82,6 +110,8 @@ class CachedModel:
 
     def expand(self, rows: int) -> None:
         """Copy the (one-row) cache into `rows` rows that share its prefix, for batched drafts."""
+        if self.static is not None and rows > 1:
+            raise ValueError("a static cache holds one sequence: use a dynamic one for several drafts")
         if self.cache is not None and self.rows == 1 and rows > 1:
             self.cache.batch_repeat_interleave(rows)
             self.rows = rows
@@ -100,13 +130,20 @@ class CachedModel:
         """A copy whose cache grows apart from this one's (the keys and values are copied once); `source` is
         the forked target a draft reading its features follows (ignored here)."""
         twin = copy.copy(self)
-        twin.cache = copy.deepcopy(self.cache)
+        if self.static is not None:
+            twin.static = self.static.fork()
+            twin.cache = twin.static.cache
+        else:
+            twin.cache = copy.deepcopy(self.cache)
         return twin
 
     def crop_to(self, length: int) -> None:
         """Forget every position from `length` on (after a rejection): the cache keeps its first `length`."""
         if length < self.seen:
-            self.cache.crop(length - self.seen)  # transformers 5.23: a negative count removes that many tokens
+            if self.static is not None:
+                self.static.set_length(length)
+            else:
+                self.cache.crop(length - self.seen)  # transformers 5.23: a negative count removes that many tokens
             self.seen = length
             if self.features is not None:
                 self.features = self.features[:, :length]

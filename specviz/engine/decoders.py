@@ -27,6 +27,7 @@ from ..core.trace import Candidate, Correction, Counters, EmittedToken, Position
 from .cache import CachedModel
 from .feature_draft import cached_draft, reads_features
 from .loading import ModelPair
+from .static_cache import plan as static_plan
 
 __all__ = ["DecodingFinished", "SpeculativeDecoder", "TargetOnlyDecoder",
            "DecoderState"]
@@ -90,9 +91,12 @@ class DecoderState:
 
 
 class _Decoder:
-    """What both decoders share: prompt, token list, generator, prefill, stopping."""
+    """What both decoders share: prompt, token list, generator, caches and prefill, stopping."""
 
-    def __init__(self, pair: ModelPair, prompt: str, config: DecodeConfig, *, resume: DecoderState | None = None):
+    static_ok = True  # False where several rows share a cache (several drafts): those need the dynamic one
+
+    def __init__(self, pair: ModelPair, prompt: str, config: DecodeConfig, *, resume: DecoderState | None = None,
+                 static_cache: bool | None = None):
         if not isinstance(config, DecodeConfig):
             raise TypeError("config must be a DecodeConfig")
         self.pair, self.config = pair, config
@@ -109,8 +113,41 @@ class _Decoder:
             self.generator.set_state(torch.frombuffer(bytearray(resume.generator), dtype=torch.uint8))
             self.counters, self.finished = Counters(**vars(resume.counters)), resume.finished
             self.records, self.call_s = list(resume.records), list(resume.call_s)
-        self.target = CachedModel(pair.target, pair.vocab_size, keep_features=self._needs_target_features())
+        self.cache_options = self._cache_options(static_cache)
+        self.target = CachedModel(pair.target, pair.vocab_size, keep_features=self._needs_target_features(),
+                                  **self.cache_options)
         self.prefill_s = self._prefill(self.target)
+        self.capture_s = self.target.capture(self._target_sizes())
+
+    def _cache_options(self, static_cache: bool | None) -> dict:
+        """Which KV cache: static (one fixed buffer; CUDA graphs on CUDA) or dynamic. None decides by
+        `static_cache.plan` (static with graphs on CUDA unless SPECVIZ_CUDA_GRAPHS=0); True forces the static
+        cache (eager off CUDA: the tests' parity runs), False the dynamic one. `graphs_off` says why not graphs."""
+        pair = self.pair
+        if not self.static_ok:
+            use, self.graphs_off = False, "several drafts share one cache"
+        elif static_cache is None:
+            use, self.graphs_off = static_plan(pair.device, [pair.target, pair.draft])
+        else:
+            use, self.graphs_off = bool(static_cache), "" if static_cache else "the dynamic cache was asked for"
+        graphs = use and pair.device.type == "cuda"
+        if use and not graphs:
+            self.graphs_off = "not on a CUDA device"
+        if not use:
+            return {}
+        return {"static_len": self.n_prompt + self.config.max_new_tokens + self.config.gamma + 1, "graphs": graphs}
+
+    def _target_sizes(self) -> list[int]:
+        """How many new tokens the target's forwards take after the prefill (what is captured)."""
+        return [1]
+
+    @property
+    def cache_kind(self) -> str:
+        """'cuda graphs', 'static' or 'dynamic': how this decoder's target runs (for reports)."""
+        static = self.target.static
+        if static is None:
+            return "dynamic"
+        return "cuda graphs" if static.captured else "static"
 
     def _needs_target_features(self) -> bool:
         return False  # only a draft that reads the target's hidden states needs them kept
@@ -212,10 +249,18 @@ class SpeculativeDecoder(_Decoder):
             cls = TreeDecoder
         return super().__new__(cls)
 
-    def __init__(self, pair: ModelPair, prompt: str, config: DecodeConfig, *, resume: DecoderState | None = None):
-        super().__init__(pair, prompt, config, resume=resume)
-        self.draft = cached_draft(pair.draft, pair.vocab_size, self.target)
+    def __init__(self, pair: ModelPair, prompt: str, config: DecodeConfig, *, resume: DecoderState | None = None,
+                 static_cache: bool | None = None):
+        super().__init__(pair, prompt, config, resume=resume, static_cache=static_cache)
+        self.draft = cached_draft(pair.draft, pair.vocab_size, self.target, **self.cache_options)
         self.prefill_s += self._prefill(self.draft)
+        # a plain draft's first call covers 1 token, or 2 after a bonus; a feature draft's covers the
+        # tokens accepted in the last round, recomputed from the target's features, and the pending one
+        gamma = self.config.gamma
+        self.capture_s += self.draft.capture(range(1, gamma + 2) if reads_features(pair.draft) else [1, 2])
+
+    def _target_sizes(self) -> list[int]:
+        return [self.config.gamma + 1]  # every verify: the pending token and gamma drafts
 
     def _needs_target_features(self) -> bool:
         return reads_features(self.pair.draft)

@@ -32,12 +32,12 @@ class FeatureDraft(CachedModel):
     """A `CachedModel` whose inputs carry the target's features, read from `source` (the target's
     CachedModel with keep_features=True) where it has them and from the draft's own guess otherwise."""
 
-    def __init__(self, model, vocab_size: int, source: CachedModel):
+    def __init__(self, model, vocab_size: int, source: CachedModel, **cache_options):
         if not reads_features(model):
             raise TypeError("this draft does not read the target's hidden states (no feature_fc layer)")
         if not source.keep_features:
             raise ValueError("the target must keep its features (CachedModel(..., keep_features=True))")
-        super().__init__(model, vocab_size)
+        super().__init__(model, vocab_size, **cache_options)
         self.source = source
         self.guess = None    # [rows, 1, H] the draft's own last hidden state: its guess of the next feature
         self.true_seen = 0   # positions whose inputs all came from the target
@@ -65,10 +65,16 @@ class FeatureDraft(CachedModel):
         feats = torch.cat([p.expand(rows, -1, -1) for p in parts], 1)  # [rows, n, H]
         return feats, true
 
-    def _call(self, ids: torch.Tensor, keep: int, mask: torch.Tensor | None):
+    def _embed(self, ids: torch.Tensor) -> torch.Tensor:
+        """fc([embed(t_j); f_{j-1}]) for each new token: [k, n, H]."""
         feats, self._true = self._features_before(ids.shape[0], ids.shape[1])
         embeds = self.model.get_input_embeddings()(ids)                                   # [k, n, H]
-        inputs = self.model.feature_fc(torch.cat([embeds, feats.to(embeds.dtype)], -1))   # [k, n, H]
+        return self.model.feature_fc(torch.cat([embeds, feats.to(embeds.dtype)], -1))     # [k, n, H]
+
+    def _call(self, ids: torch.Tensor, keep: int, mask: torch.Tensor | None):
+        inputs = self._embed(ids)
+        if self.static is not None:
+            return self._static_call(inputs, keep)
         return self.model(inputs_embeds=inputs, attention_mask=mask, past_key_values=self.cache, use_cache=True,
                           logits_to_keep=keep, output_hidden_states=True)
 
@@ -99,6 +105,9 @@ class FeatureDraft(CachedModel):
         self.true_seen = min(self.true_seen, self.seen)
 
 
-def cached_draft(model, vocab_size: int, target: CachedModel) -> CachedModel:
-    """The draft's CachedModel: a FeatureDraft reading `target` for a draft built so, else a plain one."""
-    return FeatureDraft(model, vocab_size, target) if reads_features(model) else CachedModel(model, vocab_size)
+def cached_draft(model, vocab_size: int, target: CachedModel, **cache_options) -> CachedModel:
+    """The draft's CachedModel: a FeatureDraft reading `target` for a draft built so, else a plain one
+    (`cache_options`: CachedModel's static_len and graphs)."""
+    if reads_features(model):
+        return FeatureDraft(model, vocab_size, target, **cache_options)
+    return CachedModel(model, vocab_size, **cache_options)

@@ -74,6 +74,7 @@ class Deployment:
     allow_model_folders: bool = True  # SPECVIZ_ALLOW_MODEL_FOLDERS, else: not exposed (and own models allowed)
     load_timeout_s: int = 300         # SPECVIZ_LOAD_TIMEOUT_S: a load that takes longer is abandoned (default 300)
     session_capacity: int = 1000      # SPECVIZ_SESSION_CAPACITY: sessions gradio keeps (default 1000)
+    cuda_graphs: bool = True          # SPECVIZ_CUDA_GRAPHS: static KV cache + CUDA graphs on a CUDA device (default 1)
 
     @classmethod
     def from_environ(cls, environ=None) -> "Deployment":
@@ -104,6 +105,7 @@ class Deployment:
             allow_model_folders=custom and ((not exposed) if folders is None else folders),
             load_timeout_s=_count(env, "SPECVIZ_LOAD_TIMEOUT_S", "300", 1, 86_400),
             session_capacity=_count(env, "SPECVIZ_SESSION_CAPACITY", "1000", 10, 1_000_000),
+            cuda_graphs=_flag(env, "SPECVIZ_CUDA_GRAPHS") is not False,
         )
 
 

@@ -45,6 +45,8 @@ def node_representatives(chains: list[list[int]], depth: int) -> list[int]:
 class TreeDecoder(SpeculativeDecoder):
     """Exact multi-draft speculative sampling: `config.drafts` chains per step (kl_budget must be 0)."""
 
+    static_ok = False  # k chains are k rows of one cache: the dynamic cache expands and selects rows
+
     def step(self) -> StepTrace | None:
         self._check_not_finished()
         t0 = time.perf_counter()

@@ -68,9 +68,11 @@ def test_the_pair_loads_with_its_feature_layer_and_the_decoder_uses_it(tiny):
     assert not TargetOnlyDecoder(tiny, "ROMEO.", DecodeConfig(max_new_tokens=2)).target.keep_features
 
 
-def test_the_draft_reads_the_targets_features_then_its_own_guesses(tiny):
+@pytest.mark.parametrize("static", [False, True], ids=["dynamic-cache", "static-cache"])
+def test_the_draft_reads_the_targets_features_then_its_own_guesses(tiny, static):
     config = DecodeConfig(gamma=3, max_new_tokens=40, seed=1)
-    dec = SpeculativeDecoder(tiny, "ROMEO.\nBut soft", config)
+    dec = SpeculativeDecoder(tiny, "ROMEO.\nBut soft", config, static_cache=static)
+    assert (dec.draft.static is not None) == static
     checked = 0
     for _ in range(5):
         before = list(dec.tokens)
@@ -86,8 +88,9 @@ def test_the_draft_reads_the_targets_features_then_its_own_guesses(tiny):
     assert checked >= 5 * 3 * 4
 
 
-def test_the_cache_keeps_no_position_computed_from_a_guess(tiny):
-    dec = SpeculativeDecoder(tiny, "KING.\nNow is", DecodeConfig(gamma=4, max_new_tokens=40, seed=2))
+@pytest.mark.parametrize("static", [False, True], ids=["dynamic-cache", "static-cache"])
+def test_the_cache_keeps_no_position_computed_from_a_guess(tiny, static):
+    dec = SpeculativeDecoder(tiny, "KING.\nNow is", DecodeConfig(gamma=4, max_new_tokens=40, seed=2), static_cache=static)
     accepted = 0
     for _ in range(6):
         trace = dec.step()
@@ -97,10 +100,11 @@ def test_the_cache_keeps_no_position_computed_from_a_guess(tiny):
     assert accepted > 0  # some rounds accepted drafts, which the next round recomputed from the target
 
 
-@pytest.mark.parametrize("drafts", [1, 3])
-def test_greedy_speculative_equals_target_only(tiny, drafts):
+@pytest.mark.parametrize("drafts,static", [(1, False), (3, False), (1, True)])
+def test_greedy_speculative_equals_target_only(tiny, drafts, static):
     config = DecodeConfig(gamma=3, drafts=drafts, temperature=0, max_new_tokens=30)
-    spec, base = SpeculativeDecoder(tiny, "HAMLET.\nTo be", config), TargetOnlyDecoder(tiny, "HAMLET.\nTo be", config)
+    spec = SpeculativeDecoder(tiny, "HAMLET.\nTo be", config, static_cache=static)
+    base = TargetOnlyDecoder(tiny, "HAMLET.\nTo be", config, static_cache=static)
     spec.run()
     base.run()
     assert spec.generated_ids == base.generated_ids and len(base.generated_ids) == 30

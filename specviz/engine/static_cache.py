@@ -1,0 +1,186 @@
+"""A KV cache of fixed size whose forwards replay as CUDA graphs: a GPU forward without launch overhead.
+
+On a GPU a small model's forward costs roughly its number of kernels times the launch overhead, whatever
+its width, so a 30-layer draft costs nearly what a 24-layer target does and speculative decoding cannot
+pay. A CUDA graph replays a recorded forward with one launch; it needs every tensor it touches at a fixed
+address and of a fixed shape. So:
+  - the keys and values live in transformers' `StaticCache`, allocated once for the run's longest context
+    (`max_len`); each layer's write position is a tensor (`cumulative_length`). A rejection moves that
+    position back (`set_length`) and crops nothing: positions move, shapes do not, nothing is recaptured;
+  - the attention mask is ours, [1, 1, n, max_len]: key j is visible to query i iff j <= length + i, so
+    the stale keys a rejection leaves past `length` are never read (the next forward overwrites them),
+    and transformers' mask code, which reads tensor values on the host, is skipped (a 4-D mask is used as is);
+  - one graph per number of new tokens n (1 for a drafted token, gamma + 1 for a verify), captured once
+    before the run's first timed step and replayed with its inputs copied into fixed buffers; each capture
+    is checked against the eager forward on the same inputs, and a graph that differs is not used.
+On the CPU (and wherever graphs are off) the same static forward runs eagerly; tests prove it gives the
+dynamic cache's logits. `plan` says where the graph path is used: CUDA, SPECVIZ_CUDA_GRAPHS not 0,
+decoders that live across steps (not ZeroGPU's rebuilt-per-step ones).
+"""
+from __future__ import annotations
+
+import copy
+import time
+
+import torch
+
+from . import settings
+
+SUPPORTED_ATTENTION = ("sdpa", "eager")  # the implementations whose 4-D mask we know how to write
+
+
+def unsupported_reason(model) -> str:
+    """Why `model` cannot use the static cache ('' when it can)."""
+    from transformers import StaticCache
+    from transformers.cache_utils import StaticLayer
+
+    attention = getattr(model.config, "_attn_implementation", None)
+    if attention not in SUPPORTED_ATTENTION:
+        return f"attention implementation {attention!r} (static cache supports {', '.join(SUPPORTED_ATTENTION)})"
+    try:
+        layers = StaticCache(config=model.config, max_cache_len=1).layers
+    except (ValueError, KeyError, TypeError) as err:
+        return f"transformers has no static cache for this model ({err})"
+    if any(type(layer) is not StaticLayer for layer in layers):  # sliding-window or linear layers
+        return "its layers are not all full attention"
+    return ""
+
+
+def plan(device: torch.device, models=()) -> tuple[bool, str]:
+    """(use the static cache with CUDA graphs for `models`?, why not). Only on CUDA: elsewhere a static cache
+    only adds the masked tail to every attention. All or none of a pair, so both sides are timed alike."""
+    if torch.device(device).type != "cuda":
+        return False, "not on a CUDA device"
+    deployment = settings.current()
+    if not deployment.cuda_graphs:
+        return False, "SPECVIZ_CUDA_GRAPHS=0"
+    if deployment.stateless_steps:
+        return False, "decoders are rebuilt at every step (ZeroGPU): a capture would not pay"
+    for model in models:
+        reason = unsupported_reason(model)
+        if reason:
+            return False, reason
+    return True, ""
+
+
+class _Captured:
+    """One recorded forward over n new tokens: its input buffers and the outputs the replay writes."""
+
+    def __init__(self, graph, embeds, mask, logits, hidden):
+        self.graph, self.embeds, self.mask, self.logits, self.hidden = graph, embeds, mask, logits, hidden
+
+
+class StaticKV:
+    """A model's keys and values for one sequence, at most `max_len` positions, and its forward over them."""
+
+    def __init__(self, model, max_len: int, graphs: bool = False):
+        from transformers import StaticCache
+
+        self.model, self.max_len, self.graphs = model, int(max_len), graphs
+        self.cache = StaticCache(config=model.config, max_cache_len=self.max_len)
+        self.length = 0                # positions written and valid
+        self.captured: dict[int, _Captured] = {}
+        self.graph_error = ""          # why a capture was refused (graphs then stay off)
+        self.capture_s = 0.0
+        self._positions = None         # [max_len] key positions, for the mask
+        self._pool = None
+
+    # ------------------------------------------------------------------ the forward
+
+    def _mask(self, n: int) -> torch.Tensor:
+        """[1, 1, n, max_len]: query i (position length + i) sees keys 0 .. length + i."""
+        device = self.model.device
+        if self._positions is None:
+            self._positions = torch.arange(self.max_len, device=device)
+        visible = self._positions[None, :] <= (torch.arange(n, device=device) + self.length)[:, None]  # [n, L]
+        if self.model.config._attn_implementation == "eager":  # eager attention adds the mask to its scores
+            blocked = torch.finfo(self.model.dtype).min
+            return torch.zeros(1, 1, n, self.max_len, device=device, dtype=self.model.dtype).masked_fill(
+                ~visible[None, None], blocked)
+        return visible[None, None]
+
+    def _body(self, embeds: torch.Tensor, mask: torch.Tensor, keep: int):
+        """The forward a graph records: logits [1, keep, V] and the last hidden state [1, n, H]."""
+        out = self.model.base_model(inputs_embeds=embeds, attention_mask=mask, past_key_values=self.cache,
+                                    use_cache=True)
+        hidden = out.last_hidden_state                                 # [1, n, H] after the final norm
+        return self.model.get_output_embeddings()(hidden[:, -keep:]), hidden
+
+    def forward(self, embeds: torch.Tensor, keep: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """Logits [1, keep, V] and hidden states [1, n, H] for n new inputs [1, n, H]; extends the cache."""
+        n = embeds.shape[1]
+        if embeds.shape[0] != 1:
+            raise ValueError("a static cache holds one sequence")
+        if self.length + n > self.max_len:
+            raise RuntimeError(f"the static cache holds {self.max_len} positions; {self.length} + {n} do not fit")
+        keep = keep or n
+        captured = self.captured.get(n)
+        if captured is None:
+            logits, hidden = self._body(embeds, self._mask(n), keep)
+        else:
+            captured.embeds.copy_(embeds)
+            captured.mask.copy_(self._mask(n))
+            captured.graph.replay()  # advances every layer's write position by n, as the eager body does
+            logits, hidden = captured.logits[:, -keep:].clone(), captured.hidden.clone()
+        self.length += n
+        return logits, hidden
+
+    def set_length(self, length: int) -> None:
+        """Forget every position from `length` on: the next forward writes there (nothing is freed)."""
+        self.length = length
+        for layer in self.cache.layers:
+            if layer.is_initialized:
+                layer.cumulative_length.fill_(length)
+
+    # ------------------------------------------------------------------ graphs
+
+    @torch.inference_mode()
+    def capture(self, sizes) -> None:
+        """Record one graph per number of new tokens in `sizes` (CUDA only; call after the prefill). A capture
+        that fails, or whose replay differs from the eager forward, turns the graphs off for this cache."""
+        if not self.graphs or self.graph_error:
+            return
+        t0 = time.perf_counter()
+        if self._pool is None:
+            self._pool = torch.cuda.graph_pool_handle()
+        try:
+            for n in sorted(set(sizes)):
+                if n not in self.captured and self.length + n <= self.max_len:
+                    self.captured[n] = self._capture(n)
+        except RuntimeError as err:  # e.g. an operation that syncs with the host while capturing
+            self.captured.clear()
+            self.graph_error = f"CUDA graph capture failed: {err}"
+        torch.cuda.synchronize(self.model.device)
+        self.capture_s += time.perf_counter() - t0
+
+    def _capture(self, n: int) -> _Captured:
+        length, config = self.length, self.model.config
+        embeds = torch.randn(1, n, config.hidden_size, device=self.model.device, dtype=self.model.dtype,
+                             generator=torch.Generator(self.model.device).manual_seed(n))
+        mask = self._mask(n)
+        stream = torch.cuda.Stream(self.model.device)
+        stream.wait_stream(torch.cuda.current_stream(self.model.device))
+        with torch.cuda.stream(stream):  # warm-up off the capture (library handles, autotuning)
+            for _ in range(2):
+                eager_logits, eager_hidden = self._body(embeds, mask, n)
+                self.set_length(length)  # the warm-up's keys land past `length`: stale, overwritten later
+        torch.cuda.current_stream(self.model.device).wait_stream(stream)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph, pool=self._pool):
+            logits, hidden = self._body(embeds, mask, n)
+        graph.replay()  # the check: the same inputs through the graph
+        self.set_length(length)
+        if not (torch.allclose(logits, eager_logits, rtol=1e-3, atol=1e-3)
+                and torch.allclose(hidden, eager_hidden, rtol=1e-3, atol=1e-3)):
+            raise RuntimeError(f"the replayed {n}-token forward differs from the eager one")
+        return _Captured(graph, embeds, mask, logits, hidden)
+
+    # ------------------------------------------------------------------ copies
+
+    def fork(self) -> StaticKV:
+        """A copy with its own keys and values; graphs are recorded against addresses, so none are copied
+        (capture again on the copy)."""
+        twin = copy.copy(self)
+        twin.cache = copy.deepcopy(self.cache)
+        twin.captured, twin._pool, twin.capture_s = {}, None, 0.0
+        return twin

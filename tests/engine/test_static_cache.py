@@ -1,0 +1,137 @@
+"""engine.static_cache: the fixed-size KV cache the CUDA-graph path runs on gives the dynamic cache's logits,
+moves positions (not shapes) after a rejection, and leaves the output law the target's.
+
+On the CPU the static forward runs eagerly; with SPECVIZ_TEST_DEVICE=cuda the same tests run it as
+captured CUDA graphs (the last tests check that graphs were used there)."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+from specviz.core.config import DecodeConfig
+from specviz.engine import static_cache
+from specviz.engine.cache import CachedModel
+from specviz.engine.decoders import SpeculativeDecoder, TargetOnlyDecoder
+from specviz.engine.settings import Deployment
+from tests.stats import chi_square_pvalue
+
+TEXT = "ROMEO.\nBut soft, what light through yonder window breaks? It is the east"
+
+
+def test_static_logits_equal_the_dynamic_caches_through_forwards_and_crops(pair):
+    ids = pair.encode(TEXT)
+    dynamic = CachedModel(pair.target, pair.vocab_size)
+    static = CachedModel(pair.target, pair.vocab_size, static_len=len(ids) + 8)
+    # (new tokens, crop back to) as rounds do: prefill, verify 4, reject after 1, verify 3, reject none ...
+    script = [(range(0, 10), None), (range(10, 14), 11), (range(11, 14), 12), (range(12, 17), 17),
+              (range(17, 19), 17), (range(17, len(ids)), None)]
+    for span, crop in script:
+        a = dynamic.forward([ids[i] for i in span])
+        b = static.forward([ids[i] for i in span])
+        assert torch.allclose(a, b, atol=1e-4), f"tokens {span}: {(a - b).abs().max():.2e}"
+        if crop is not None:
+            dynamic.crop_to(crop)
+            static.crop_to(crop)
+        assert static.seen == dynamic.seen == static.static.length
+
+
+def test_a_rejection_moves_the_write_position_and_keeps_the_buffers(pair):
+    ids = pair.encode(TEXT)
+    static = CachedModel(pair.target, pair.vocab_size, static_len=40)
+    static.forward(ids[:12])
+    layer = static.cache.layers[0]
+    shape, address = tuple(layer.keys.shape), layer.keys.data_ptr()
+    static.crop_to(7)
+    assert [int(x.cumulative_length) for x in static.cache.layers] == [7] * len(static.cache.layers)
+    static.forward(ids[7:10])
+    assert static.seen == 10 and tuple(layer.keys.shape) == shape and layer.keys.data_ptr() == address
+
+
+def test_a_forward_past_the_static_length_is_refused(pair):
+    static = CachedModel(pair.target, pair.vocab_size, static_len=6)
+    static.forward(pair.encode("KING.\nNow")[:4])
+    with pytest.raises(RuntimeError, match="holds 6 positions"):
+        static.forward([5, 6, 7])
+
+
+@pytest.mark.parametrize("temperature", [0.0, 1.0])
+@pytest.mark.parametrize("gamma", [1, 4])
+def test_a_static_decoder_draws_the_same_tokens_as_a_dynamic_one(pair, temperature, gamma):
+    """Same seed, same prompt: the same logits up to rounding give the same draws (at T = 0, greedy parity
+    with the baseline as well)."""
+    config = DecodeConfig(gamma=gamma, temperature=temperature, max_new_tokens=40, seed=7)
+    runs = [SpeculativeDecoder(pair, "KING.\nNow", config, static_cache=flag) for flag in (False, True)]
+    for run in runs:
+        run.run()
+    assert runs[0].target.static is None and runs[1].target.static is not None
+    assert runs[0].generated_ids == runs[1].generated_ids
+    if temperature == 0:
+        base = TargetOnlyDecoder(pair, "KING.\nNow", config, static_cache=True)
+        base.run()
+        assert base.generated_ids == runs[1].generated_ids
+
+
+def test_the_token_after_rejections_follows_the_target_law_with_a_static_cache(pair):
+    """N = 2,000 seeded rounds (gamma = 3), each a fork of one static decoder that has run until a round
+    rejected a draft (so stale keys sit past its length); chi-square p > 1e-3 of the first token each
+    emits against the target's law at that position, from a plain forward."""
+    config = DecodeConfig(gamma=3, max_new_tokens=60, seed=1, record=False)
+    start = SpeculativeDecoder(pair, "HAMLET.\nTo be, or not", config, static_cache=True)
+    while start.counters.accepted == start.counters.examined:
+        start.step()
+    stale = start.target.cache.layers[0].keys[0, :, start.target.seen]  # a rejected draft's keys, never read
+    assert stale.abs().sum() > 0
+    with torch.inference_mode():
+        expected = config.warp(pair.target(torch.tensor([start.tokens], device=pair.device)).logits[0, -1, : pair.vocab_size])
+    counts = torch.zeros(pair.vocab_size)
+    for seed in range(2_000):
+        run = start.fork(seed)
+        run.step()
+        counts[run.tokens[len(start.tokens)]] += 1
+    assert chi_square_pvalue(counts.numpy(), expected.double().cpu().numpy()) > 1e-3
+
+
+def test_several_drafts_keep_the_dynamic_cache(pair):
+    tree = SpeculativeDecoder(pair, "KING.\nNow", DecodeConfig(gamma=2, drafts=3, max_new_tokens=8), static_cache=True)
+    tree.step()
+    assert tree.cache_kind == "dynamic" and tree.graphs_off == "several drafts share one cache"
+
+
+def test_the_plan_uses_graphs_only_on_cuda_and_honours_the_off_switch(pair, monkeypatch):
+    models = [pair.target, pair.draft]
+    for name in ("SPECVIZ_CUDA_GRAPHS", "SPECVIZ_STATELESS_STEPS", "SPACES_ZERO_GPU"):
+        monkeypatch.delenv(name, raising=False)
+    assert static_cache.plan(torch.device("cpu"), models) == (False, "not on a CUDA device")
+    assert static_cache.plan(torch.device("cuda"), models) == (True, "")  # reads configs only: no GPU needed
+    monkeypatch.setenv("SPECVIZ_CUDA_GRAPHS", "0")
+    assert static_cache.plan(torch.device("cuda"), models) == (False, "SPECVIZ_CUDA_GRAPHS=0")
+    monkeypatch.setenv("SPECVIZ_CUDA_GRAPHS", "1")
+    monkeypatch.setenv("SPECVIZ_STATELESS_STEPS", "1")
+    assert not static_cache.plan(torch.device("cuda"), models)[0]
+
+
+def test_a_bad_off_switch_names_the_variable():
+    with pytest.raises(ValueError, match="SPECVIZ_CUDA_GRAPHS must be 1 or 0"):
+        Deployment.from_environ({"SPECVIZ_CUDA_GRAPHS": "sometimes"})
+
+
+def test_attention_without_a_known_mask_is_not_run_static(pair, monkeypatch):
+    monkeypatch.setattr(pair.target.config, "_attn_implementation", "flash_attention_2")
+    assert "attention implementation 'flash_attention_2'" in static_cache.unsupported_reason(pair.target)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA graphs need a CUDA device")
+def test_on_cuda_the_decoders_replay_captured_graphs(pair, monkeypatch):
+    monkeypatch.delenv("SPECVIZ_CUDA_GRAPHS", raising=False)
+    if pair.device.type != "cuda":
+        pytest.skip("run with SPECVIZ_TEST_DEVICE=cuda")
+    config = DecodeConfig(gamma=4, temperature=0, max_new_tokens=40)
+    spec = SpeculativeDecoder(pair, "KING.\nNow", config)
+    assert spec.cache_kind == "cuda graphs", spec.target.static.graph_error or spec.graphs_off
+    assert set(spec.target.static.captured) == {5} and spec.capture_s > 0
+    spec.run()
+    eager = SpeculativeDecoder(pair, "KING.\nNow", config, static_cache=False)
+    eager.run()
+    assert spec.generated_ids == eager.generated_ids
+    monkeypatch.setenv("SPECVIZ_CUDA_GRAPHS", "0")
+    assert SpeculativeDecoder(pair, "KING.\nNow", config).cache_kind == "dynamic"
