@@ -27,7 +27,7 @@ from ..core.trace import Candidate, Correction, Counters, EmittedToken, Position
 from .cache import CachedModel
 from .feature_draft import cached_draft, reads_features
 from .loading import ModelPair
-from .static_cache import plan as static_plan
+from .static_cache import plan as static_plan, unsupported_reason
 
 __all__ = ["DecodingFinished", "SpeculativeDecoder", "TargetOnlyDecoder",
            "DecoderState"]
@@ -118,21 +118,24 @@ class _Decoder:
                                   **self.cache_options)
         self.prefill_s = self._prefill(self.target)
         self.capture_s = self.target.capture(self._target_sizes())
+        self._note_graph_error(self.target)
 
     def _cache_options(self, static_cache: bool | None) -> dict:
         """Which KV cache: static (one fixed buffer; CUDA graphs on CUDA) or dynamic. None decides by
         `static_cache.plan` (static with graphs on CUDA unless SPECVIZ_CUDA_GRAPHS=0); True forces the static
         cache (eager off CUDA: the tests' parity runs), False the dynamic one. `graphs_off` says why not graphs."""
         pair = self.pair
+        graphs_ok, why_not = static_plan(pair.device, [pair.target, pair.draft])
         if not self.static_ok:
-            use, self.graphs_off = False, "several drafts share one cache"
+            use, graphs, self.graphs_off = False, False, "several drafts share one cache"
         elif static_cache is None:
-            use, self.graphs_off = static_plan(pair.device, [pair.target, pair.draft])
+            use, graphs, self.graphs_off = graphs_ok, graphs_ok, why_not
         else:
-            use, self.graphs_off = bool(static_cache), "" if static_cache else "the dynamic cache was asked for"
-        graphs = use and pair.device.type == "cuda"
-        if use and not graphs:
-            self.graphs_off = "not on a CUDA device"
+            use, graphs = bool(static_cache), bool(static_cache) and graphs_ok
+            self.graphs_off = why_not if static_cache else "the dynamic cache was asked for"
+            for model in (pair.target, pair.draft) if use else ():
+                if reason := unsupported_reason(model):
+                    raise ValueError(f"static_cache=True cannot run this pair: {reason}")
         if not use:
             return {}
         return {"static_len": self.n_prompt + self.config.max_new_tokens + self.config.gamma + 1, "graphs": graphs}
@@ -140,6 +143,10 @@ class _Decoder:
     def _target_sizes(self) -> list[int]:
         """How many new tokens the target's forwards take after the prefill (what is captured)."""
         return [1]
+
+    def _note_graph_error(self, model: CachedModel) -> None:
+        if model.static is not None and model.static.graph_error:
+            self.graphs_off = model.static.graph_error
 
     @property
     def cache_kind(self) -> str:
@@ -258,6 +265,7 @@ class SpeculativeDecoder(_Decoder):
         # tokens accepted in the last round, recomputed from the target's features, and the pending one
         gamma = self.config.gamma
         self.capture_s += self.draft.capture(range(1, gamma + 2) if reads_features(pair.draft) else [1, 2])
+        self._note_graph_error(self.draft)
 
     def _target_sizes(self) -> list[int]:
         return [self.config.gamma + 1]  # every verify: the pending token and gamma drafts

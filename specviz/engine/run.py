@@ -150,8 +150,8 @@ class ComparedRun:
         self.spec = self.base = None
         if not self.stateless:  # load and prefill now: a bad prompt or pair fails before the first step
             pair = settings.load()
-            self.device = str(pair.device)
             self.spec, self.base = _decoders(pair, settings, None)
+            self.device = str(pair.device) + (" · CUDA graphs" if self.spec.cache_kind == "cuda graphs" else "")
             self._warm.touch(self)
         else:  # the worker tokenises and prefills; a bad prompt still fails here, before any GPU time
             check_prompt(settings.prompt)

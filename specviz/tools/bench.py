@@ -25,22 +25,31 @@ def _timed(fn):
     return out, time.perf_counter() - t0
 
 
+def _synced(out: torch.Tensor) -> torch.Tensor:
+    """`out` once the device has computed it (a CUDA forward returns before its kernels finish)."""
+    if out.device.type == "cuda":
+        torch.cuda.synchronize(out.device)
+    return out
+
+
 def per_call_latency_ms(calls: list[tuple[object, int]], vocab: int, context: list[int], repeats: int,
                         block: int = 25) -> list[float]:
     """Median wall time in ms of one cached forward for each (model, new tokens) in `calls`, after
     `context`, each measured in isolation (a model may come as an empty CachedModel, e.g. a draft reading
-    a target's features): blocks of `block` consecutive calls of one model (as in
+    a target's features, or one with a static cache, whose graphs are captured after the context): blocks
+    of `block` consecutive calls of one model (as in
     decoding, where a model runs several times in a row with its weights in cache), the blocks of the
     different calls alternating so that drift in the machine's speed hits them alike."""
     cached = [model if isinstance(model, CachedModel) else CachedModel(model, vocab) for model, _ in calls]
-    for c in cached:
+    for c, (_, n_new) in zip(cached, calls):
         c.forward(context)
+        c.capture([n_new])
     times = [[] for _ in calls]
     for start in range(0, repeats, block):
         for j, ((_, n_new), c) in enumerate(zip(calls, cached)):
             for i in range(-2, min(block, repeats - start)):  # two warm-up calls per block
                 new = [context[(start + i + k) % len(context)] for k in range(n_new)]
-                _, dt = _timed(lambda: c.forward(new))
+                _, dt = _timed(lambda: _synced(c.forward(new)))
                 c.crop_to(len(context))
                 if i >= 0:
                     times[j].append(dt)
@@ -67,7 +76,8 @@ def run_bench(preset=None, draft=None, target=None, device=None, gamma=4, quick=
     config = dict(gamma=gamma, temperature=1.0, max_new_tokens=new_tokens)
     records, calls, hf_tokens, hf_s = [], [], 0, 0.0
     # warm-up: first calls pay one-off allocation costs
-    SpeculativeDecoder(pair, prompts[0], DecodeConfig(**config, seed=seed, record=False)).run()
+    warm = SpeculativeDecoder(pair, prompts[0], DecodeConfig(**config, seed=seed, record=False))
+    warm.run()
     # transformers' assisted generation cannot feed a draft the target's hidden states: no contender then
     with_hf = not reads_features(pair.draft)
     if with_hf:
@@ -91,10 +101,12 @@ def run_bench(preset=None, draft=None, target=None, device=None, gamma=4, quick=
     source = CachedModel(pair.target, pair.vocab_size, keep_features=True)  # what a feature-reading draft reads
     if features:
         source.forward(context)
+    # the same kind of cache as the decoders ran on (a static one, replayed as CUDA graphs, on CUDA)
+    options = {"static_len": len(context) + gamma + 2, "graphs": warm.target.static.graphs} if warm.target.static else {}
     draft_ms, target_ms, verify_ms = per_call_latency_ms(
-        [(cached_draft(pair.draft, pair.vocab_size, source), 1),
-         (CachedModel(pair.target, pair.vocab_size, keep_features=features), 1),
-         (CachedModel(pair.target, pair.vocab_size, keep_features=features), gamma + 1)],
+        [(cached_draft(pair.draft, pair.vocab_size, source, **options), 1),
+         (CachedModel(pair.target, pair.vocab_size, keep_features=features, **options), 1),
+         (CachedModel(pair.target, pair.vocab_size, keep_features=features, **options), gamma + 1)],
         pair.vocab_size, context, repeats)
     result = {
         "preset": pair.name, "device": str(pair.device), "dtype": str(pair.dtype).removeprefix("torch."),
@@ -106,6 +118,8 @@ def run_bench(preset=None, draft=None, target=None, device=None, gamma=4, quick=
         "speedup_vs_target_only": round(m["speedup"], 3),
         "speedup_vs_hf_assisted": round(m["tokens_per_s_speculative"] / hf_rate, 3) if with_hf else None,
         "draft_reads_target_features": features,
+        "cache": warm.cache_kind, "graphs_off": warm.graphs_off or None,
+        "capture_s": round(warm.capture_s, 3),
         "acceptance_rate": round(m["acceptance_rate"], 4), "draft_acceptance_rate": round(m["draft_acceptance_rate"], 4),
         "tokens_per_target_call": round(m["tokens_per_target_call"], 3),
         "system_efficiency": round(m["system_efficiency"], 3),

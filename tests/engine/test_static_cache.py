@@ -13,6 +13,7 @@ from specviz.engine import static_cache
 from specviz.engine.cache import CachedModel
 from specviz.engine.decoders import SpeculativeDecoder, TargetOnlyDecoder
 from specviz.engine.settings import Deployment
+from specviz.engine.shapes import ARCHITECTURES, random_model
 from tests.stats import chi_square_pvalue
 
 TEXT = "ROMEO.\nBut soft, what light through yonder window breaks? It is the east"
@@ -118,6 +119,8 @@ def test_a_bad_off_switch_names_the_variable():
 def test_attention_without_a_known_mask_is_not_run_static(pair, monkeypatch):
     monkeypatch.setattr(pair.target.config, "_attn_implementation", "flash_attention_2")
     assert "attention implementation 'flash_attention_2'" in static_cache.unsupported_reason(pair.target)
+    with pytest.raises(ValueError, match="static_cache=True cannot run this pair: attention implementation"):
+        SpeculativeDecoder(pair, "KING.", DecodeConfig(max_new_tokens=4), static_cache=True)
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA graphs need a CUDA device")
@@ -135,3 +138,36 @@ def test_on_cuda_the_decoders_replay_captured_graphs(pair, monkeypatch):
     assert spec.generated_ids == eager.generated_ids
     monkeypatch.setenv("SPECVIZ_CUDA_GRAPHS", "0")
     assert SpeculativeDecoder(pair, "KING.\nNow", config).cache_kind == "dynamic"
+
+
+@pytest.mark.parametrize("preset", sorted(ARCHITECTURES))
+def test_every_preset_architecture_runs_on_the_static_cache(preset):
+    """Each hub preset's architecture (shrunk, random weights): static logits equal the dynamic cache's
+    through a prefill, a verify and a crop, so the graph path has nothing architecture-specific to fear."""
+    shape = {k: v for k, v in ARCHITECTURES[preset][1].items()}
+    small = dict(n_layer=2, n_embd=64, n_head=2) if shape["model_type"] == "gpt2" else dict(
+        num_hidden_layers=2, hidden_size=64, num_attention_heads=4, intermediate_size=128,
+        **({"num_key_value_heads": 2} if "num_key_value_heads" in shape else {}))
+    model = random_model({**shape, **small, "vocab_size": 512}, torch.float32, "cpu", seed=0)
+    assert static_cache.unsupported_reason(model) == ""
+    ids = torch.randint(0, 512, (20,), generator=torch.Generator().manual_seed(0)).tolist()
+    dynamic, static = CachedModel(model, 512), CachedModel(model, 512, static_len=24)
+    for span, crop in ((range(0, 12), None), (range(12, 16), 13), (range(13, 20), None)):
+        a, b = dynamic.forward([ids[i] for i in span]), static.forward([ids[i] for i in span])
+        assert torch.allclose(a, b, atol=1e-4), f"{preset} {span}: {(a - b).abs().max():.2e}"
+        if crop:
+            dynamic.crop_to(crop)
+            static.crop_to(crop)
+
+
+def test_a_crop_outside_inference_mode_moves_write_positions_made_inside_it(pair):
+    """On CUDA the prefill (in inference mode) leaves each layer's write position an inference tensor;
+    the decoder crops outside inference mode. Made so on the CPU here, the crop must still work."""
+    static = CachedModel(pair.target, pair.vocab_size, static_len=20)
+    static.forward(pair.encode("KING.\nNow is the")[:6])
+    with torch.inference_mode():
+        for layer in static.cache.layers:
+            layer.cumulative_length = layer.cumulative_length.clone()
+    assert static.cache.layers[0].cumulative_length.is_inference()
+    static.crop_to(3)
+    assert [int(x.cumulative_length) for x in static.cache.layers] == [3] * len(static.cache.layers)

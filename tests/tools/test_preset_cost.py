@@ -26,3 +26,10 @@ def test_a_preset_without_shapes_is_a_one_line_error():
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == 2 and out.stderr.startswith("error:") and "random-weights" in out.stderr
     assert "Traceback" not in out.stderr
+
+
+def test_off_cuda_no_graph_figures_are_given_and_the_reason_is():
+    draft, target = ARCHITECTURES["gpt2"]
+    out = measure_shapes(dict(draft, n_layer=1, n_embd=64, n_head=2), dict(target, n_layer=2, n_embd=64, n_head=2),
+                         device="cpu", gammas=(1,), repeats=2, context_tokens=8)
+    assert out["graphs"] is None and out["graphs_off"] == "not on a CUDA device"
