@@ -170,6 +170,11 @@ class ComparedRun:
         return (state.spec, state.base) if state else (None, None)
 
     @property
+    def capture_s(self) -> float:
+        """Seconds both decoders spent capturing CUDA graphs when they were built (0 without graphs)."""
+        return (self.spec.capture_s + self.base.capture_s) if self.spec is not None else 0.0
+
+    @property
     def warm(self) -> bool:
         """Are the KV caches in memory (decoders alive)?"""
         return self.spec is not None

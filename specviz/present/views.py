@@ -138,6 +138,8 @@ def step_session(session: Session, settings: RunSettings, lang: str = "en") -> S
     if session.run is None or session.run.settings != settings:
         note += tr(lang, "msg.settings_changed") if session.traces else ""
         session.run, session.viewing = ComparedRun(settings), None
+        if session.run.capture_s:  # paid once, before the first timed step: said, not hidden in a timing
+            note += tr(lang, "msg.graphs_captured", s=f"{session.run.capture_s:.2f}")
     session.run.step()
     session.viewing = None
     done = tr(lang, "msg.finished") if session.run.finished else ""

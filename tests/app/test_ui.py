@@ -175,3 +175,16 @@ def test_the_sweep_runs_on_the_context_even_after_the_run_finished(pair):
     alphas = figure.data[0].y
     assert all(0 <= a <= 1 for a in alphas) and len(alphas) == 7
     assert all(a >= m for a, m in zip(alphas, figure.data[1].y))  # sum min(p, q) >= sum p*q
+
+
+@pytest.mark.parametrize("lang, said", [("en", "captured in 0.25 s"), ("zh", "用时 0.25 秒"), ("ja", "0.25 秒でキャプチャ")])
+def test_a_new_run_says_what_its_graph_captures_took(pair, monkeypatch, lang, said):
+    """On CUDA a run's decoders capture their graphs before its first timed step; the Step that starts it says
+    how long that took (CPU runs capture nothing and say nothing: the first half of the test)."""
+    from specviz.engine.run import ComparedRun
+
+    _, view = step_handler(Session(), "leviathan", *KNOBS, lang=lang)
+    assert said not in view.message
+    monkeypatch.setattr(ComparedRun, "capture_s", property(lambda run: 0.25))
+    _, view = step_handler(Session(), "leviathan", *KNOBS, lang=lang)
+    assert said in view.message
