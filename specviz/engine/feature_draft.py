@@ -47,7 +47,7 @@ class FeatureDraft(CachedModel):
         Also whether every one of them is the target's."""
         source, start = self.source, self.seen
         hidden = self.model.config.hidden_size
-        device, dtype = self.model.device, self.model.dtype
+        device, dtype = self.model.device, self.model.feature_fc.weight.dtype
         parts, true = [], True
         if start == 0:  # position 0 has nothing before it
             parts.append(torch.zeros(rows, 1, hidden, device=device, dtype=dtype))
@@ -62,14 +62,14 @@ class FeatureDraft(CachedModel):
             if last > source.seen:
                 raise RuntimeError(f"the target has features for {source.seen} positions; the draft needs {last}")
             parts.append(source.features[:, first_from_source:last])
-        feats = torch.cat([p.expand(rows, -1, -1) for p in parts], 1)  # [rows, n, H]
+        feats = torch.cat([p.to(dtype).expand(rows, -1, -1) for p in parts], 1)  # [rows, n, H]
         return feats, true
 
     def _embed(self, ids: torch.Tensor) -> torch.Tensor:
         """fc([embed(t_j); f_{j-1}]) for each new token: [k, n, H]."""
         feats, self._true = self._features_before(ids.shape[0], ids.shape[1])
         embeds = self.model.get_input_embeddings()(ids)                                   # [k, n, H]
-        return self.model.feature_fc(torch.cat([embeds, feats.to(embeds.dtype)], -1))     # [k, n, H]
+        return self.model.feature_fc(torch.cat([embeds, feats], -1))                       # [k, n, H]
 
     def _call(self, ids: torch.Tensor, keep: int, mask: torch.Tensor | None):
         inputs = self._embed(ids)

@@ -22,7 +22,8 @@ from pathlib import Path
 import torch
 
 from . import settings, smollm2
-from .cpu_head import use_rows_first_head
+from .cpu_linear import use_rows_first_linears
+from .draft_precision import convert_draft, draft_dtype
 from .presets import (PRESETS, ModelLoadError, Preset, canonical, estimated_params, hub_options, is_folder_name,
                       pair_ref, pickle_checkpoint, read_config, scrub_paths, shown)
 
@@ -66,12 +67,13 @@ class ModelPair:
     tokenizer: object
     vocab_size: int            # ids both models share; padded embedding rows beyond it are masked
     device: torch.device
-    dtype: torch.dtype
+    dtype: torch.dtype         # the target's (and the draft's, unless draft_dtype says otherwise)
     name: str
     chat: bool | None = False
     examples: tuple[str, ...] = ()
     context_window: int = field(default=0)
     ref: Preset | None = None  # what load_pair was asked for: load_pair(pair.ref, device=pair.device) is this pair
+    draft_dtype: torch.dtype | None = None  # the draft's compute dtype where it differs (draft_precision.py)
     __hash__ = object.__hash__  # identity: pairs are compared and weakly referenced as objects
 
     def encode(self, prompt: str) -> list[int]:
@@ -119,8 +121,10 @@ def on_evict(callback: Callable[[ModelPair], None]) -> None:
 
 
 def pair_key(spec: Preset, device: torch.device, dtype: torch.dtype) -> tuple:
-    """One key per pair of models: folders by their real path, so any spelling of a folder shares one copy."""
-    return canonical(spec.draft), canonical(spec.target), str(device), str(dtype)
+    """One key per pair of models: folders by their real path, so any spelling of a folder shares one copy;
+    SPECVIZ_DRAFT_BF16 too, since it changes the draft that loads."""
+    return (canonical(spec.draft), canonical(spec.target), str(device), str(dtype),
+            "draft-bf16" if settings.current().draft_bf16 else "draft-as-target")
 
 
 def is_cached(pair: ModelPair) -> bool:
@@ -270,7 +274,7 @@ def _load_one(model_id: str, role: str, device: torch.device, dtype: torch.dtype
     except torch.cuda.OutOfMemoryError as err:
         raise ModelLoadError(f"out of memory loading the {role} model {name!r} on {device}: "
                              "pick a smaller pair or free the GPU") from err
-    except pickle.UnpicklingError as err:
+    except pickle.UnpicklingError:
         raise ModelLoadError(f"the {role} model {name!r} has a pickle checkpoint that cannot be loaded safely: "
                              "save it as safetensors") from None
     except (OSError, ValueError, KeyError) as err:
@@ -281,6 +285,18 @@ def _load_one(model_id: str, role: str, device: torch.device, dtype: torch.dtype
         raise ModelLoadError(f"could not move the {role} model {name!r} to {device}: {_detail(err)}") from None
 
 
+def fit_to_device(draft, target, device: torch.device, dtype: torch.dtype) -> torch.dtype | None:
+    """The engine's choices for where the pair runs, made in place; returns the draft's own dtype where it
+    differs from the pair's. On a bf16 CPU a memory-bound draft computes in bfloat16 (draft_precision.py);
+    on any CPU, large layers compute their few rows as W·hᵀ (cpu_linear.py)."""
+    own_dtype = draft_dtype(draft, target, device, dtype, settings.current().draft_bf16)
+    if own_dtype != dtype:
+        convert_draft(draft, target, own_dtype)
+    for model in (draft, target):
+        use_rows_first_linears(model, device)
+    return own_dtype if own_dtype != dtype else None
+
+
 def _load(spec: Preset, device: torch.device, dtype: torch.dtype) -> ModelPair:
     draft_tok, draft = _load_one(spec.draft, "draft", device, dtype)
     target_tok, target = _load_one(spec.target, "target", device, dtype)
@@ -289,8 +305,7 @@ def _load(spec: Preset, device: torch.device, dtype: torch.dtype) -> ModelPair:
     except (ValueError, KeyError, OSError, RuntimeError) as err:
         raise ModelLoadError(f"could not give the draft {shown(spec.draft)!r} what it shares with the target: "
                              f"{_detail(err)}") from None
-    for model in (draft, target):
-        use_rows_first_head(model, device)  # CPU: a large head's few-row products as W·hᵀ (engine/cpu_head.py)
+    own_dtype = fit_to_device(draft, target, device, dtype)
     vocab = check_compatible(draft_tok, target_tok)
     for role, model in (("draft", draft), ("target", target)):
         if model.config.get_text_config().vocab_size < vocab:
@@ -301,7 +316,8 @@ def _load(spec: Preset, device: torch.device, dtype: torch.dtype) -> ModelPair:
             for model in (draft, target):
                 model(torch.zeros((1, 4), dtype=torch.long, device=device), use_cache=True)
     return ModelPair(draft=draft, target=target, tokenizer=target_tok, vocab_size=vocab, device=device, dtype=dtype,
-                     name=spec.name, chat=spec.chat, examples=spec.examples, context_window=window, ref=spec)
+                     name=spec.name, chat=spec.chat, examples=spec.examples, context_window=window, ref=spec,
+                     draft_dtype=own_dtype)
 
 
 def _context_window(model) -> int:

@@ -75,6 +75,7 @@ class Deployment:
     load_timeout_s: int = 300         # SPECVIZ_LOAD_TIMEOUT_S: a load that takes longer is abandoned (default 300)
     session_capacity: int = 1000      # SPECVIZ_SESSION_CAPACITY: sessions gradio keeps (default 1000)
     cuda_graphs: bool = True          # SPECVIZ_CUDA_GRAPHS: static KV cache + CUDA graphs on a CUDA device (default 1)
+    draft_bf16: bool = True           # SPECVIZ_DRAFT_BF16: a large draft in bfloat16 on a bf16-capable CPU (default 1)
 
     @classmethod
     def from_environ(cls, environ=None) -> "Deployment":
@@ -106,6 +107,7 @@ class Deployment:
             load_timeout_s=_count(env, "SPECVIZ_LOAD_TIMEOUT_S", "300", 1, 86_400),
             session_capacity=_count(env, "SPECVIZ_SESSION_CAPACITY", "1000", 10, 1_000_000),
             cuda_graphs=_flag(env, "SPECVIZ_CUDA_GRAPHS") is not False,
+            draft_bf16=_flag(env, "SPECVIZ_DRAFT_BF16") is not False,
         )
 
 

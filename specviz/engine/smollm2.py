@@ -106,8 +106,12 @@ class SubsetHead(torch.nn.Module):
         self.vocab = vocab
 
     def forward(self, hidden: torch.Tensor) -> torch.Tensor:
-        flat = hidden.reshape(-1, hidden.shape[-1])  # [n, H]; W·hᵀ: fast for few rows on a CPU (cpu_head.py)
-        scores = torch.mm(self.weight, flat.T).T.reshape(*hidden.shape[:-1], self.weight.shape[0])
+        flat = hidden.reshape(-1, hidden.shape[-1])  # [n, H]
+        if flat.dtype == torch.float32:  # W·hᵀ: fast for few rows on a CPU (cpu_linear.py)
+            scores = torch.mm(self.weight, flat.T).T
+        else:  # bfloat16 (draft_precision.py): h·Wᵀ is the fast one there
+            scores = flat @ self.weight.T
+        scores = scores.reshape(*hidden.shape[:-1], self.weight.shape[0])
         out = scores.new_full((*scores.shape[:-1], self.vocab), float("-inf"))
         out[..., self.ids] = scores
         return out

@@ -6,6 +6,9 @@ at each temperature T and over the last `positions` positions this reports the m
   sum p_T q_T         the chance that a target sample equals a draft sample: what verification by
                       exact match accepts when it has samples but no draft probabilities,
 and, once, the greedy exact-match rate: how often the two argmaxes agree (the T = 0 limit).
+
+Both models are fed as decoding feeds them (`CachedModel`): a draft that reads the target's hidden states
+reads the target's own at every position, as at the first drafted position of a round.
 """
 from __future__ import annotations
 
@@ -13,19 +16,29 @@ import torch
 
 from ..core import sampling
 from ..core.warping import warp
+from .cache import CachedModel
+from .feature_draft import cached_draft, reads_features
 from .loading import ModelPair
 
 TEMPERATURES = (0.25, 0.5, 0.7, 1.0, 1.3, 1.6, 2.0)
 
 
 @torch.inference_mode()
+def _logits(pair: ModelPair, token_ids: list[int], keep: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """The target's and the draft's logits [keep, V] at the last `keep` positions of the context, in float32."""
+    ids = token_ids[-pair.context_window:]
+    target = CachedModel(pair.target, pair.vocab_size, keep_features=reads_features(pair.draft))
+    target_logits = target.forward(ids, keep=keep).float()                        # [keep, V]
+    draft_logits = cached_draft(pair.draft, pair.vocab_size, target).forward(ids, keep=keep).float()
+    return target_logits, draft_logits
+
+
+@torch.inference_mode()
 def temperature_sweep(pair: ModelPair, token_ids: list[int], temperatures=TEMPERATURES, positions: int = 64) -> dict:
     if len(token_ids) < 1:
         raise ValueError("the sweep needs a context of at least one token")
-    ids = torch.tensor([token_ids[-pair.context_window:]], device=pair.device)
-    keep = min(positions, ids.shape[1])
-    target = pair.target(input_ids=ids, logits_to_keep=keep).logits[0, :, : pair.vocab_size].float()  # [keep, V]
-    draft = pair.draft(input_ids=ids, logits_to_keep=keep).logits[0, :, : pair.vocab_size].float()    # [keep, V]
+    keep = min(positions, len(token_ids[-pair.context_window:]))
+    target, draft = _logits(pair, token_ids, keep)  # [keep, V] each
     alpha, collide = [], []
     for temperature in temperatures:
         p, q = warp(target, temperature), warp(draft, temperature)  # [keep, V]
@@ -42,9 +55,8 @@ def next_acceptance(pair: ModelPair, token_ids: list[int], config, kl_budget: fl
     warping (`config.warp`): Σ min(p, q) and the mentored plan's Σ q·accept at `kl_budget`."""
     if len(token_ids) < 1:
         raise ValueError("the acceptance needs a context of at least one token")
-    ids = torch.tensor([token_ids[-pair.context_window:]], device=pair.device)
-    p = config.warp(pair.target(input_ids=ids, logits_to_keep=1).logits[0, -1, : pair.vocab_size].float())  # [V]
-    q = config.warp(pair.draft(input_ids=ids, logits_to_keep=1).logits[0, -1, : pair.vocab_size].float())   # [V]
+    target, draft = _logits(pair, token_ids, 1)
+    p, q = config.warp(target[-1]), config.warp(draft[-1])  # [V] each
     exact = float(sampling.acceptance_rate(p, q))
     mentored = float(sampling.mentored_plan(p, q, kl_budget).acceptance_rate) if kl_budget > 0 else exact
     return exact, mentored

@@ -6,6 +6,8 @@ T = 1 (no top-k / top-p). Ratios are throughput ratios (tokens per second) from 
 """
 from __future__ import annotations
 
+import copy
+import gc
 import statistics
 import time
 
@@ -14,6 +16,8 @@ import torch
 from ..core.config import DecodeConfig
 from ..core.metrics import metric_set
 from ..engine.cache import CachedModel
+from ..engine.cpu_linear import RowsFirstLinear, use_rows_first_linears
+from ..engine.draft_precision import SharedEmbedding, SharedHead
 from ..engine.feature_draft import cached_draft, reads_features
 from ..engine.decoders import SpeculativeDecoder, TargetOnlyDecoder
 from ..engine.loading import load_pair
@@ -82,6 +86,32 @@ def forward_only_round_ms(draft: CachedModel, target: CachedModel, context: list
     return statistics.median(times) * 1e3
 
 
+def engine_twins(pair) -> tuple[object | None, object | None]:
+    """Copies of the pair's models as they would run without the engine's CPU choices, for timing only:
+    the target with plain nn.Linear layers where it has rows-first ones (engine/cpu_linear.py), and the draft
+    in the pair's dtype where it computes in bfloat16 (engine/draft_precision.py); None where nothing changed."""
+    plain_target = None
+    if any(isinstance(m, RowsFirstLinear) for m in pair.target.modules()):
+        plain_target = copy.deepcopy(pair.target)
+        for module in list(plain_target.modules()):
+            for name, child in list(module.named_children()):
+                if isinstance(child, RowsFirstLinear):
+                    setattr(module, name, child.as_linear())
+    wide_draft = None
+    if pair.draft_dtype is not None:  # the draft as SPECVIZ_DRAFT_BF16=0 would load it
+        wide_draft = copy.deepcopy(pair.draft)
+        for p in wide_draft.parameters():
+            if p.is_floating_point():
+                p.data = p.data.to(pair.dtype)
+        embedding, head = wide_draft.get_input_embeddings(), wide_draft.get_output_embeddings()
+        if isinstance(embedding, SharedEmbedding):
+            wide_draft.set_input_embeddings(embedding.embedding)
+        if isinstance(head, SharedHead):
+            wide_draft.set_output_embeddings(head.head)
+        use_rows_first_linears(wide_draft, pair.device)
+    return plain_target, wide_draft
+
+
 def hf_assisted(pair, prompt_ids: list[int], gamma: int, new_tokens: int, seed: int) -> int:
     """transformers' assisted generation with the same pair: sampling at T = 1, fixed gamma."""
     torch.manual_seed(seed)  # generate() draws from the global RNG; only this contender uses it
@@ -129,16 +159,26 @@ def run_bench(preset=None, draft=None, target=None, device=None, gamma=4, quick=
         source.forward(context)
     # the same kind of cache as the decoders ran on (a static one, replayed as CUDA graphs, on CUDA)
     options = {"static_len": len(context) + gamma + 2, "graphs": warm.target.static.graphs} if warm.target.static else {}
-    draft_ms, target_ms, verify_ms = per_call_latency_ms(
-        [(cached_draft(pair.draft, pair.vocab_size, source, **options), 1),
-         (CachedModel(pair.target, pair.vocab_size, keep_features=features, **options), 1),
-         (CachedModel(pair.target, pair.vocab_size, keep_features=features, **options), gamma + 1)],
-        pair.vocab_size, context, repeats)
+    timed = [(cached_draft(pair.draft, pair.vocab_size, source, **options), 1),
+             (CachedModel(pair.target, pair.vocab_size, keep_features=features, **options), 1),
+             (CachedModel(pair.target, pair.vocab_size, keep_features=features, **options), gamma + 1)]
+    # the same calls without the engine's CPU choices, in the same interleaved blocks (README: "Benchmark")
+    plain_target, wide_draft = engine_twins(pair)
+    if plain_target is not None:
+        timed += [(CachedModel(plain_target, pair.vocab_size, keep_features=features), n) for n in (1, gamma + 1)]
+    if wide_draft is not None:
+        timed.append((cached_draft(wide_draft, pair.vocab_size, source), 1))
+    draft_ms, target_ms, verify_ms, *twin_ms = per_call_latency_ms(timed, pair.vocab_size, context, repeats)
+    plain_ms = twin_ms[:2] if plain_target is not None else [None, None]
+    wide_ms = twin_ms[-1] if wide_draft is not None else None
+    del timed, plain_target, wide_draft  # the copies' weights (a hub target's take gigabytes) go now
+    gc.collect()
     round_target = CachedModel(pair.target, pair.vocab_size, keep_features=features, **options)
     round_ms = forward_only_round_ms(cached_draft(pair.draft, pair.vocab_size, round_target, **options), round_target,
                                      context, gamma, repeats)
     result = {
         "preset": pair.name, "device": str(pair.device), "dtype": str(pair.dtype).removeprefix("torch."),
+        "draft_dtype": str(pair.draft_dtype or pair.dtype).removeprefix("torch."),
         "gamma": gamma, "new_tokens_per_run": new_tokens,
         "runs": len(prompts) * len(seeds), "threads": torch.get_num_threads(),
         "tokens_per_s_speculative": round(m["tokens_per_s_speculative"], 1),
@@ -157,6 +197,9 @@ def run_bench(preset=None, draft=None, target=None, device=None, gamma=4, quick=
         "cost_ratio_c_isolated": round(draft_ms / target_ms, 3),
         "predicted_speedup_thm38": round(m["predicted_speedup_thm38"], 3),
         "predicted_speedup_cost_model": round(m["tokens_per_target_call"] * target_ms / (gamma * draft_ms + verify_ms), 3),
+        # what the engine's CPU choices saved, timed beside the figures above: null where it made none
+        "target_ms_plain_layers": _rounded(plain_ms[0]), "target_verify_ms_plain_layers": _rounded(plain_ms[1]),
+        "draft_ms_in_pair_dtype": _rounded(wide_ms),
     }
     result["measured_over_cost_model"] = round(result["speedup_vs_target_only"] / result["predicted_speedup_cost_model"], 3)
     # the round in three measures: the cost model's sum of isolated calls, the same forwards alternating as
@@ -169,6 +212,10 @@ def run_bench(preset=None, draft=None, target=None, device=None, gamma=4, quick=
     })
     result.update(_ui_step_ratio(pair, prompts[0], config, seed))
     return result
+
+
+def _rounded(ms: float | None) -> float | None:
+    return None if ms is None else round(ms, 3)
 
 
 def _ui_step_ratio(pair, prompt, config, seed, steps: int = 8) -> dict:

@@ -17,7 +17,7 @@ import torch
 
 from ..core import theory
 from ..engine.cache import CachedModel
-from ..engine.loading import pick_device, pick_dtype
+from ..engine.loading import fit_to_device, pick_device, pick_dtype
 from ..engine.presets import ModelLoadError
 from ..engine.shapes import ARCHITECTURES, random_model
 from ..engine.static_cache import plan as static_plan
@@ -33,6 +33,7 @@ def measure_shapes(draft_shape: dict, target_shape: dict, *, device=None, dtype=
     dev = pick_device(device)
     dt = pick_dtype(dev, dtype)
     draft, target = random_model(draft_shape, dt, dev, seed=0), random_model(target_shape, dt, dev, seed=1)
+    draft_dt = fit_to_device(draft, target, dev, dt)  # as load_pair runs them (a bf16 draft on a bf16 CPU, ...)
     vocab = min(draft.config.get_text_config().vocab_size, target.config.get_text_config().vocab_size)
     context = torch.randint(0, vocab, (context_tokens,), generator=torch.Generator().manual_seed(0)).tolist()
     calls = [(draft, 1), (target, 1)] + [(target, g + 1) for g in gammas]
@@ -48,7 +49,8 @@ def measure_shapes(draft_shape: dict, target_shape: dict, *, device=None, dtype=
     # one measurement for both kinds: their blocks alternate, so drift in the machine's speed hits them alike
     times = per_call_latency_ms([c for kind in cached.values() for c in kind], vocab, context, repeats,
                                 block=min(repeats, 10))
-    result = {"device": str(dev), "dtype": str(dt).removeprefix("torch."), "context_tokens": context_tokens,
+    result = {"device": str(dev), "dtype": str(dt).removeprefix("torch."),
+              "draft_dtype": str(draft_dt or dt).removeprefix("torch."), "context_tokens": context_tokens,
               **_costs(times[: len(calls)], cached["eager"], gammas),
               "weights_mib": {k: round(v / 2**20, 1) for k, v in weights.items()},
               "graphs": _costs(times[len(calls):], cached["graphs"], gammas) if graphs else None}

@@ -11,54 +11,17 @@ import torch
 from specviz.core.config import DecodeConfig
 from specviz.engine.decoders import SpeculativeDecoder, TargetOnlyDecoder
 from specviz.engine.feature_draft import FeatureDraft
-from specviz.engine.presets import ASSETS
+from tests.engine.feature_pair import reference_draft_probs, save_feature_pair
 from tests.stats import chi_square_pvalue
-
-SHAPE = dict(model_type="llama", hidden_size=32, intermediate_size=64, num_attention_heads=4, num_key_value_heads=2,
-             max_position_embeddings=256, vocab_size=4096, bos_token_id=0, eos_token_id=0, tie_word_embeddings=True)
 
 
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory):
     """A 2-layer llama target and a 1-layer draft reading its features, saved and loaded as the app loads pairs."""
-    from safetensors.torch import save_file
-    from transformers import AutoConfig, AutoTokenizer, LlamaForCausalLM
-
     from specviz.engine.loading import load_pair
 
-    root = tmp_path_factory.mktemp("feature-pair")
-    tokenizer = AutoTokenizer.from_pretrained(str(ASSETS / "shakespeare-target"))
-    torch.manual_seed(0)
-    target = LlamaForCausalLM(AutoConfig.for_model(**SHAPE, num_hidden_layers=2))
-    draft = LlamaForCausalLM(AutoConfig.for_model(**{**SHAPE, "tie_word_embeddings": False}, num_hidden_layers=1))
-    for model, name in ((target, "target"), (draft, "draft")):
-        model.save_pretrained(str(root / name))
-        tokenizer.save_pretrained(str(root / name))
-    fc = torch.nn.Linear(64, 32)
-    save_file({k: v.contiguous() for k, v in fc.state_dict().items()}, str(root / "draft" / "feature_fc.safetensors"))
-    (root / "draft" / "specviz_shared.json").write_text(json.dumps({"embeddings": "shared with the target",
-                                                                     "feature_fc": "feature_fc.safetensors"}))
-    return load_pair(draft=str(root / "draft"), target=str(root / "target"), device="cpu")
-
-
-def reference_draft_probs(pair, tokens: list[int], drafted: list[int], config: DecodeConfig) -> list[torch.Tensor]:
-    """The draft's distributions for a round, computed from scratch: the target's hidden states over the
-    whole prefix (one plain forward), then the draft over [embed(t_j); f_{j-1}] with its own last hidden
-    state standing in for the feature of each drafted position."""
-    draft, target = pair.draft, pair.target
-    with torch.no_grad():
-        feats = target(torch.tensor([tokens]), output_hidden_states=True).hidden_states[-1][0]  # [n, H]
-        before = torch.cat([torch.zeros(1, feats.shape[1]), feats[:-1]])                        # f_{j-1}
-        inputs = draft.feature_fc(torch.cat([draft.get_input_embeddings()(torch.tensor(tokens)), before], -1))
-        run = draft(inputs_embeds=inputs[None], output_hidden_states=True)
-        out = [config.warp(run.logits[0, -1, : pair.vocab_size])]
-        for token in drafted:
-            guess = run.hidden_states[-1][0, -1]
-            step = draft.feature_fc(torch.cat([draft.get_input_embeddings()(torch.tensor(token)), guess]))
-            inputs = torch.cat([inputs, step[None]])
-            run = draft(inputs_embeds=inputs[None], output_hidden_states=True)
-            out.append(config.warp(run.logits[0, -1, : pair.vocab_size]))
-    return out[: len(drafted)]
+    draft, target = save_feature_pair(tmp_path_factory.mktemp("feature-pair"))
+    return load_pair(draft=draft, target=target, device="cpu")
 
 
 def test_the_pair_loads_with_its_feature_layer_and_the_decoder_uses_it(tiny):
@@ -122,6 +85,22 @@ def test_first_emitted_token_follows_the_target(tiny):
         dec.step()
         counts[dec.generated_ids[0]] += 1
     assert chi_square_pvalue(counts.numpy(), expected.double().numpy()) > 1e-3
+
+
+def test_the_sweep_and_the_kl_note_feed_the_draft_the_targets_features(tiny):
+    """The debugging view's acceptance figures for such a draft are those of the first drafted position:
+    its q reads the target's feature, not the token alone."""
+    from specviz.engine.sweep import next_acceptance, temperature_sweep
+
+    config = DecodeConfig(temperature=1.0)
+    tokens = tiny.encode("ROMEO.\nBut soft")
+    q = reference_draft_probs(tiny, tokens, [0], config)[0]
+    with torch.no_grad():
+        p = config.warp(tiny.target(torch.tensor([tokens])).logits[0, -1, : tiny.vocab_size])
+    expected = torch.minimum(p, q).sum().item()
+    assert next_acceptance(tiny, tokens, config, 0.0)[0] == pytest.approx(expected, abs=1e-5)
+    sweep = temperature_sweep(tiny, tokens, temperatures=(1.0,), positions=1)
+    assert sweep["acceptance_rate"][0] == pytest.approx(expected, abs=1e-5)
 
 
 def test_a_forked_decoder_continues_as_a_fresh_one_with_that_seed(tiny):

@@ -39,14 +39,26 @@ def test_the_draft_ships_only_what_it_does_not_share(local):
     folder = ASSETS / "smollm2-draft"
     assert sum(f.stat().st_size for f in folder.iterdir()) <= 20e6
     draft, target = local.draft, local.target
-    assert draft.get_input_embeddings() is target.get_input_embeddings()
+    assert draft.get_input_embeddings().weight is target.get_input_embeddings().weight  # the same tensor
     assert draft.config.num_hidden_layers == 1 and target.config.num_hidden_layers == 30
     assert reads_features(draft) and draft.feature_fc.in_features == 2 * 576
     assert local.vocab_size == 49152 and local.name == "smollm2-local" and local.chat
     subset = draft.lm_head.ids
     with torch.inference_mode():
-        q = draft.lm_head(torch.randn(576)).softmax(-1)
+        q = draft.lm_head(torch.randn(576, dtype=draft.lm_head.weight.dtype)).float().softmax(-1)
     assert torch.isclose(q[subset].sum(), torch.tensor(1.0)) and (q > 0).sum() <= len(subset) < 49152
+
+
+def test_on_a_bf16_cpu_the_draft_computes_in_bfloat16_and_the_target_in_float32(local):
+    from specviz.engine.cpu_linear import RowsFirstLinear
+    from specviz.engine.draft_precision import cpu_computes_bf16
+
+    assert all(p.dtype == torch.float32 for p in local.target.parameters())
+    expected = torch.bfloat16 if cpu_computes_bf16() else None
+    assert local.draft_dtype == expected
+    assert local.draft.model.layers[0].mlp.down_proj.weight.dtype == (expected or torch.float32)
+    # the target streams 538 MB of float32 weights a forward: every linear layer computed rows first
+    assert isinstance(local.target.model.layers[0].mlp.down_proj, RowsFirstLinear)
 
 
 def test_prompts_go_through_the_chat_template(local):

@@ -13,3 +13,56 @@ def test_a_forward_only_round_is_gamma_draft_calls_and_one_verify(pair):
     assert draft.calls == 1 + (rounds + warm) * gamma  # the context once, then gamma 1-token calls a round
     assert target.calls == 1 + (rounds + warm)  # the context once, then one verify a round
     assert draft.seen == target.seen == len(context)  # both cropped back after every round
+
+
+def test_the_engine_twins_are_the_pair_without_its_cpu_choices(monkeypatch):
+    """`bench` times the target with plain nn.Linear layers and the draft in the pair's dtype beside the
+    pair as the engine runs it: the twins compute the same function and leave the pair untouched."""
+    from types import SimpleNamespace
+
+    import torch
+    from transformers import AutoConfig, LlamaForCausalLM
+
+    from specviz.engine import cpu_linear
+    from specviz.engine.cpu_linear import RowsFirstLinear, use_rows_first_linears
+    from specviz.engine.draft_precision import convert_draft
+    from specviz.tools.bench import engine_twins
+
+    shape = dict(model_type="llama", hidden_size=32, intermediate_size=64, num_attention_heads=4,
+                 num_key_value_heads=2, vocab_size=512, num_hidden_layers=2)
+    torch.manual_seed(0)
+    target, draft = LlamaForCausalLM(AutoConfig.for_model(**shape)), LlamaForCausalLM(AutoConfig.for_model(**shape))
+    monkeypatch.setattr(cpu_linear, "MIN_MODEL_WEIGHTS", 1_000)
+    assert use_rows_first_linears(target, torch.device("cpu")) > 0
+    convert_draft(draft, target, torch.bfloat16)
+    cpu = torch.device("cpu")
+    pair = SimpleNamespace(target=target, draft=draft, dtype=torch.float32, draft_dtype=torch.bfloat16, device=cpu)
+    plain, wide = engine_twins(pair)
+    assert not any(isinstance(m, RowsFirstLinear) for m in plain.modules())
+    assert isinstance(target.model.layers[0].mlp.up_proj, RowsFirstLinear)              # the pair is untouched
+    assert all(p.dtype == torch.float32 for p in wide.parameters())
+    assert isinstance(wide.model.layers[0].mlp.up_proj, RowsFirstLinear)  # as SPECVIZ_DRAFT_BF16=0 would load it
+    assert draft.model.layers[0].mlp.up_proj.weight.dtype == torch.bfloat16
+    ids = torch.tensor([[1, 2, 3]])
+    with torch.no_grad():
+        assert torch.allclose(plain(ids).logits, target(ids).logits, atol=1e-5)
+    assert engine_twins(SimpleNamespace(target=draft, draft=draft, dtype=torch.float32, draft_dtype=None,
+                                        device=cpu)) == (None, None)
+
+
+def test_run_bench_times_the_twins_beside_the_pair(monkeypatch, tmp_path):
+    """On a tiny pair loaded as a large one would be on a bf16 CPU (bars lowered), `bench` reports the draft's
+    dtype and the twins' per-call times in its JSON; each is a positive time."""
+    from specviz.engine import cpu_linear, draft_precision
+    from specviz.tools.bench import run_bench
+    from tests.engine.feature_pair import save_feature_pair
+
+    monkeypatch.setattr(draft_precision, "MIN_WEIGHTS", 1_000)
+    monkeypatch.setattr(draft_precision, "cpu_computes_bf16", lambda: True)
+    monkeypatch.setattr(cpu_linear, "MIN_MODEL_WEIGHTS", 10_000)
+    monkeypatch.delenv("SPECVIZ_DRAFT_BF16", raising=False)
+    draft, target = save_feature_pair(tmp_path)
+    result = run_bench(draft=draft, target=target, device="cpu", gamma=2, quick=True)
+    assert result["draft_dtype"] == "bfloat16" and result["dtype"] == "float32"
+    for key in ("target_ms_plain_layers", "target_verify_ms_plain_layers", "draft_ms_in_pair_dtype"):
+        assert result[key] > 0, key
