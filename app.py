@@ -1,5 +1,14 @@
 """specviz: speculative decoding, step by step. `python app.py` (Hugging Face Spaces runs this file)."""
-from specviz.app import launch
+import sys
+
+from specviz.engine.settings import current as current_deployment
 
 if __name__ == "__main__":
+    try:  # a bad SPECVIZ_* value stops the server with one line naming it, before anything is imported or loaded
+        current_deployment()
+    except ValueError as err:
+        print(f"error: {err}", file=sys.stderr)
+        raise SystemExit(2) from None
+    from specviz.app import launch
+
     launch()

@@ -16,9 +16,9 @@ second, zero, column to take that path. Measured on this project's 2-core CPU (t
 Applied on the CPU only (GPUs do not have this problem), to float32 layers: every plain linear layer of a model
 whose linear layers hold at least MIN_MODEL_WEIGHTS weights (such a model streams them from memory at every
 forward; a token-embedding table, only looked up, does not count), and a head of at least MIN_HEAD_WEIGHTS
-weights in any model. Small models, such as the Shakespeare pair (3.7M
-and 0.95M weights, in cache, bound by per-call overhead), are left alone, and so are bfloat16 layers
-(draft_precision.py), whose one-row path is already fast. The target-only baseline runs the same layers,
+weights in any model. Small models, such as the Shakespeare pair (3.7M and 0.95M weights, in cache, bound
+by per-call overhead), are left alone, and so are bfloat16 layers (draft_precision.py), whose one-row path
+is already fast. The target-only baseline runs the same layers,
 so both sides of every comparison get them.
 """
 from __future__ import annotations

@@ -92,11 +92,14 @@ def convert_draft(draft, target, dtype: torch.dtype) -> None:
         draft.set_output_embeddings(SharedHead(head))
 
 
-def compute_dtype(model) -> torch.dtype:
-    """The dtype a model's layers compute in (its first decoder weight's), which may differ from its token
-    embeddings' when those are a float32 target's (a bfloat16 draft that shares them)."""
-    embed = model.get_input_embeddings().weight if hasattr(model, "get_input_embeddings") else None
-    for p in model.parameters():
-        if p.is_floating_point() and p is not embed:
-            return p.dtype
-    return embed.dtype
+def restore_draft(draft, dtype: torch.dtype) -> None:
+    """Undo `convert_draft` on a copy of a converted draft: its weights back in `dtype`, the shared tensors
+    unwrapped (what `bench` times the bfloat16 draft against)."""
+    for p in draft.parameters():
+        if p.is_floating_point():
+            p.data = p.data.to(dtype)
+    embedding, head = draft.get_input_embeddings(), draft.get_output_embeddings()
+    if isinstance(embedding, SharedEmbedding):
+        draft.set_input_embeddings(embedding.embedding)
+    if isinstance(head, SharedHead):
+        draft.set_output_embeddings(head.head)

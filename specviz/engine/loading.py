@@ -67,13 +67,13 @@ class ModelPair:
     tokenizer: object
     vocab_size: int            # ids both models share; padded embedding rows beyond it are masked
     device: torch.device
-    dtype: torch.dtype         # the target's (and the draft's, unless draft_dtype says otherwise)
+    dtype: torch.dtype         # the target's
     name: str
     chat: bool | None = False
     examples: tuple[str, ...] = ()
     context_window: int = field(default=0)
     ref: Preset | None = None  # what load_pair was asked for: load_pair(pair.ref, device=pair.device) is this pair
-    draft_dtype: torch.dtype | None = None  # the draft's compute dtype where it differs (draft_precision.py)
+    draft_dtype: torch.dtype | None = None  # what the draft computes in: dtype, or bfloat16 (draft_precision.py)
     __hash__ = object.__hash__  # identity: pairs are compared and weakly referenced as objects
 
     def encode(self, prompt: str) -> list[int]:
@@ -285,16 +285,16 @@ def _load_one(model_id: str, role: str, device: torch.device, dtype: torch.dtype
         raise ModelLoadError(f"could not move the {role} model {name!r} to {device}: {_detail(err)}") from None
 
 
-def fit_to_device(draft, target, device: torch.device, dtype: torch.dtype) -> torch.dtype | None:
-    """The engine's choices for where the pair runs, made in place; returns the draft's own dtype where it
-    differs from the pair's. On a bf16 CPU a memory-bound draft computes in bfloat16 (draft_precision.py);
+def fit_to_device(draft, target, device: torch.device, dtype: torch.dtype) -> torch.dtype:
+    """The engine's choices for where the pair runs, made in place; returns the dtype the draft computes in.
+    On a bf16 CPU a memory-bound draft computes in bfloat16 (draft_precision.py);
     on any CPU, large layers compute their few rows as W·hᵀ (cpu_linear.py)."""
     own_dtype = draft_dtype(draft, target, device, dtype, settings.current().draft_bf16)
     if own_dtype != dtype:
         convert_draft(draft, target, own_dtype)
     for model in (draft, target):
         use_rows_first_linears(model, device)
-    return own_dtype if own_dtype != dtype else None
+    return own_dtype
 
 
 def _load(spec: Preset, device: torch.device, dtype: torch.dtype) -> ModelPair:

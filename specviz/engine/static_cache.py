@@ -26,7 +26,6 @@ import time
 import torch
 
 from . import settings
-from .draft_precision import compute_dtype
 
 SUPPORTED_ATTENTION = ("sdpa", "eager")  # the implementations whose 4-D mask we know how to write
 CAPTURE_LOCK = threading.Lock()  # one capture at a time in this process (each blocks the device while it runs)
@@ -104,9 +103,8 @@ class StaticKV:
             self._positions = torch.arange(self.max_len, device=device)
         visible = self._positions[None, :] <= (torch.arange(n, device=device) + self.length)[:, None]  # [n, L]
         if self.model.config._attn_implementation == "eager":  # eager attention adds the mask to its scores
-            dtype = compute_dtype(self.model)
-            blocked = torch.finfo(dtype).min
-            return torch.zeros(1, 1, n, self.max_len, device=device, dtype=dtype).masked_fill(
+            blocked = torch.finfo(self.model.dtype).min
+            return torch.zeros(1, 1, n, self.max_len, device=device, dtype=self.model.dtype).masked_fill(
                 ~visible[None, None], blocked)
         return visible[None, None]
 

@@ -17,7 +17,7 @@ from ..core.config import DecodeConfig
 from ..core.metrics import metric_set
 from ..engine.cache import CachedModel
 from ..engine.cpu_linear import RowsFirstLinear, use_rows_first_linears
-from ..engine.draft_precision import SharedEmbedding, SharedHead
+from ..engine.draft_precision import restore_draft
 from ..engine.feature_draft import cached_draft, reads_features
 from ..engine.decoders import SpeculativeDecoder, TargetOnlyDecoder
 from ..engine.loading import load_pair
@@ -98,16 +98,9 @@ def engine_twins(pair) -> tuple[object | None, object | None]:
                 if isinstance(child, RowsFirstLinear):
                     setattr(module, name, child.as_linear())
     wide_draft = None
-    if pair.draft_dtype is not None:  # the draft as SPECVIZ_DRAFT_BF16=0 would load it
+    if pair.draft_dtype != pair.dtype:  # the draft as SPECVIZ_DRAFT_BF16=0 would load it
         wide_draft = copy.deepcopy(pair.draft)
-        for p in wide_draft.parameters():
-            if p.is_floating_point():
-                p.data = p.data.to(pair.dtype)
-        embedding, head = wide_draft.get_input_embeddings(), wide_draft.get_output_embeddings()
-        if isinstance(embedding, SharedEmbedding):
-            wide_draft.set_input_embeddings(embedding.embedding)
-        if isinstance(head, SharedHead):
-            wide_draft.set_output_embeddings(head.head)
+        restore_draft(wide_draft, pair.dtype)
         use_rows_first_linears(wide_draft, pair.device)
     return plain_target, wide_draft
 
@@ -178,7 +171,7 @@ def run_bench(preset=None, draft=None, target=None, device=None, gamma=4, quick=
                                      context, gamma, repeats)
     result = {
         "preset": pair.name, "device": str(pair.device), "dtype": str(pair.dtype).removeprefix("torch."),
-        "draft_dtype": str(pair.draft_dtype or pair.dtype).removeprefix("torch."),
+        "draft_dtype": str(pair.draft_dtype).removeprefix("torch."),
         "gamma": gamma, "new_tokens_per_run": new_tokens,
         "runs": len(prompts) * len(seeds), "threads": torch.get_num_threads(),
         "tokens_per_s_speculative": round(m["tokens_per_s_speculative"], 1),

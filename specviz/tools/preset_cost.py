@@ -50,7 +50,7 @@ def measure_shapes(draft_shape: dict, target_shape: dict, *, device=None, dtype=
     times = per_call_latency_ms([c for kind in cached.values() for c in kind], vocab, context, repeats,
                                 block=min(repeats, 10))
     result = {"device": str(dev), "dtype": str(dt).removeprefix("torch."),
-              "draft_dtype": str(draft_dt or dt).removeprefix("torch."), "context_tokens": context_tokens,
+              "draft_dtype": str(draft_dt).removeprefix("torch."), "context_tokens": context_tokens,
               **_costs(times[: len(calls)], cached["eager"], gammas),
               "weights_mib": {k: round(v / 2**20, 1) for k, v in weights.items()},
               "graphs": _costs(times[len(calls):], cached["graphs"], gammas) if graphs else None}

@@ -145,7 +145,7 @@ def run_report(prompts: list[str], out_dir: str | Path, *, preset=None, draft=No
                             "prompts": len(prompts)},
                "pair": {"name": pair.name, "draft": pair.ref.draft, "target": pair.ref.target, "device": str(pair.device),
                         "dtype": str(pair.dtype).removeprefix("torch."),
-                        "draft_dtype": str(pair.draft_dtype or pair.dtype).removeprefix("torch.")},
+                        "draft_dtype": str(pair.draft_dtype).removeprefix("torch.")},
                "overall": metric_set(primary["records"], primary["calls"]), "prompts": primary["prompts"],
                "by_gamma": by_gamma, "best_gamma": best, "rejection_analysis": analysis, "temperature_sweep": sweep}
     (out / "summary.json").write_text(json.dumps(summary, indent=1), encoding="utf-8")

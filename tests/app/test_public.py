@@ -250,3 +250,15 @@ def test_a_session_in_an_event_is_not_freed_under_it(pair):
     assert session.run is not None and len(session.traces) == 1
     release_session(session)
     assert session.run is None and FREED.pop("client-under-test")
+
+
+@pytest.mark.parametrize("name", ["SPECVIZ_DRAFT_BF16", "SPECVIZ_CUDA_GRAPHS", "SPECVIZ_MAX_PAIRS"])
+def test_a_bad_deployment_variable_stops_the_server_with_one_line_naming_it(name):
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, name: "half", "GRADIO_SERVER_PORT": "7899"}
+    out = subprocess.run([sys.executable, "app.py"], capture_output=True, text=True, timeout=120, env=env, check=False)
+    lines = out.stderr.strip().splitlines()
+    assert out.returncode == 2 and len(lines) == 1 and lines[0].startswith(f"error: {name} must be"), out.stderr[-500:]

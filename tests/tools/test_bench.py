@@ -46,7 +46,7 @@ def test_the_engine_twins_are_the_pair_without_its_cpu_choices(monkeypatch):
     ids = torch.tensor([[1, 2, 3]])
     with torch.no_grad():
         assert torch.allclose(plain(ids).logits, target(ids).logits, atol=1e-5)
-    assert engine_twins(SimpleNamespace(target=draft, draft=draft, dtype=torch.float32, draft_dtype=None,
+    assert engine_twins(SimpleNamespace(target=draft, draft=draft, dtype=torch.float32, draft_dtype=torch.float32,
                                         device=cpu)) == (None, None)
 
 
