@@ -32,17 +32,30 @@ BISECTION_STEPS = 60         # ... or after this many halvings (2^-60 of the bra
 
 def check_probs(name: str, probs: torch.Tensor) -> None:
     """Raise ValueError unless `probs` holds finite, non-negative rows that sum to 1."""
+    _check_shape(name, probs)
+    _check_stats(name, *_prob_stats(probs).tolist())  # one read from the device
+
+
+def _check_shape(name: str, probs: torch.Tensor) -> None:
     if not isinstance(probs, torch.Tensor):
         raise ValueError(f"{name} must be a torch.Tensor, got {type(probs).__name__}")
     if probs.dim() == 0 or probs.shape[-1] == 0 or probs.numel() == 0:
         raise ValueError(f"{name} must be non-empty with a vocabulary dimension, got shape {tuple(probs.shape)}")
-    # Two reductions and one device sync: a NaN or inf shows up in the row sums.
-    sums = probs.sum(-1, dtype=torch.float64)
-    smallest, worst = torch.stack([probs.min().double(), (sums - 1).abs().max()]).tolist()
-    if not all(map(math.isfinite, (smallest, worst))):
+
+
+def _prob_stats(probs: torch.Tensor) -> torch.Tensor:
+    """[smallest entry, smallest row sum, largest row sum] in float64, left on the device so that callers
+    can read several tensors' stats at once. A NaN or inf shows up in all three."""
+    sums = probs.sum(-1, dtype=torch.float64).reshape(-1)
+    return torch.stack([probs.min().double(), sums.min(), sums.max()])
+
+
+def _check_stats(name: str, smallest: float, lowest_sum: float, highest_sum: float) -> None:
+    if not all(map(math.isfinite, (smallest, lowest_sum, highest_sum))):
         raise ValueError(f"{name} contains NaN or infinite entries")
     if smallest < 0:
         raise ValueError(f"{name} has negative entries (min {smallest:.3g})")
+    worst = max(abs(lowest_sum - 1), abs(highest_sum - 1))
     if worst > SUM_TOLERANCE:
         raise ValueError(f"{name} rows must sum to 1 (off by {worst:.3g}, tolerance {SUM_TOLERANCE})")
 
@@ -52,9 +65,9 @@ def sample(probs: torch.Tensor, generator: torch.Generator | None = None) -> int
     torch.multinomial for a single draw. Tokens of probability 0 are never returned."""
     cdf = probs.cumsum(-1, dtype=torch.float64)  # [V]
     u = torch.rand((1,), generator=generator, device=probs.device, dtype=torch.float64)
-    index = torch.searchsorted(cdf, u * cdf[-1], right=True)  # first i with cdf[i] > u * total
-    last = int(torch.nonzero(probs > 0)[-1]) if index.item() >= probs.shape[-1] else None
-    return last if last is not None else int(index)
+    index = int(torch.searchsorted(cdf, u * cdf[-1], right=True))  # first i with cdf[i] > u * total
+    # u * total can round up to the total itself: then the last token of positive probability
+    return index if index < probs.shape[-1] else int(torch.nonzero(probs > 0)[-1])
 
 
 def safe_divide(numerator: torch.Tensor, denominator: torch.Tensor, fallback: torch.Tensor) -> torch.Tensor:
@@ -315,18 +328,28 @@ def verify(target_probs: torch.Tensor, draft_probs: torch.Tensor, draft_tokens: 
     kl_budget = _check_budget(kl_budget)
     if not isinstance(draft_probs, torch.Tensor) or draft_probs.dim() != 2 or draft_probs.shape[0] < 1:
         raise ValueError(f"draft_probs must be [gamma, V] with gamma >= 1, got {getattr(draft_probs, 'shape', None)}")
-    check_probs("target_probs", target_probs)
-    check_probs("draft_probs", draft_probs)
+    _check_shape("target_probs", target_probs)
     gamma, vocab = draft_probs.shape
     if tuple(target_probs.shape) != (gamma + 1, vocab):
         raise ValueError(f"target_probs must be [gamma+1, V] = [{gamma + 1}, {vocab}], got {tuple(target_probs.shape)}")
     draft_tokens = torch.as_tensor(draft_tokens, device=draft_probs.device)
-    if draft_tokens.shape != (gamma,) or draft_tokens.dtype.is_floating_point:
-        raise ValueError(f"draft_tokens must be {gamma} integer ids, got shape {tuple(draft_tokens.shape)}")
-    if ((draft_tokens < 0) | (draft_tokens >= vocab)).any():
+    if (draft_tokens.shape != (gamma,) or draft_tokens.dtype.is_floating_point or draft_tokens.dtype.is_complex
+            or draft_tokens.dtype == torch.bool):
+        raise ValueError(f"draft_tokens must be {gamma} integer ids, got shape {tuple(draft_tokens.shape)} "
+                         f"of {draft_tokens.dtype}")
+    draft_tokens = draft_tokens.long()
+    # Every value check from one read back to the host (on a GPU each read is a sync): both tensors' stats,
+    # the ids' range and the drafted tokens' draft probabilities, gathered at clamped ids until checked
+    drafted_q = draft_probs.gather(-1, draft_tokens.clamp(0, vocab - 1).unsqueeze(-1)).squeeze(-1)  # [gamma]
+    stats = torch.cat([_prob_stats(target_probs), _prob_stats(draft_probs),
+                       torch.stack([draft_tokens.min(), draft_tokens.max()]).double(),
+                       drafted_q.min().double().reshape(1)]).tolist()
+    _check_stats("target_probs", *stats[0:3])
+    _check_stats("draft_probs", *stats[3:6])
+    lowest_id, highest_id, smallest_q = stats[6:]
+    if lowest_id < 0 or highest_id >= vocab:
         raise ValueError(f"draft_tokens must lie in [0, {vocab}), got {draft_tokens.tolist()}")
-    drafted_q = draft_probs.gather(-1, draft_tokens.unsqueeze(-1)).squeeze(-1)  # [gamma]
-    if (drafted_q <= 0).any():
+    if smallest_q <= 0:
         pos = int((drafted_q <= 0).nonzero()[0])
         raise ValueError(f"draft token {int(draft_tokens[pos])} at position {pos} has zero draft "
                          f"probability: it cannot have been sampled from draft_probs")
@@ -339,8 +362,10 @@ def verify(target_probs: torch.Tensor, draft_probs: torch.Tensor, draft_tokens: 
     else:
         accept = accept_probability(target_probs[:gamma], draft_probs, draft_tokens)  # [gamma]
     uniforms = torch.rand(gamma, generator=generator, device=draft_probs.device, dtype=accept.dtype)
-    accepted = uniforms < accept  # strict: a token with accept probability 0 is never kept
-    n = int(((~accepted).cumsum(-1) < 1).sum())
+    # the first rejection, found on the host from one read of 2 gamma numbers (fewer tensor operations
+    # than a cumulative sum on the device); strict: a token with accept probability 0 is never kept
+    drawn, chances = torch.stack([uniforms, accept]).tolist()
+    n = next((i for i, (u, chance) in enumerate(zip(drawn, chances)) if not u < chance), gamma)
     examined = min(n + 1, gamma)
 
     # 3. correct: resample at the first rejection, or draw the bonus token from the target

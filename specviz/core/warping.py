@@ -12,14 +12,14 @@ import torch
 
 def _top_k(scores: torch.Tensor, k: int) -> torch.Tensor:
     """Keep every score >= the k-th largest (ties at the boundary survive, as in transformers)."""
-    kth = scores.topk(min(k, scores.shape[-1]), dim=-1).values[..., -1:]  # [N, 1]
+    kth = scores.topk(min(k, scores.shape[-1]), dim=-1).values[..., -1:]  # [..., 1]
     return scores.masked_fill(scores < kth, -torch.inf)
 
 
 def _top_p(scores: torch.Tensor, top_p: float) -> torch.Tensor:
     """Drop the least likely tokens whose cumulative mass is <= 1 - top_p; the likeliest always stays."""
     ascending, order = scores.sort(dim=-1)
-    cumulative = ascending.softmax(-1).cumsum(-1)  # [N, V], ascending probability
+    cumulative = ascending.softmax(-1).cumsum(-1)  # [..., V], ascending probability
     remove = cumulative <= 1 - top_p
     remove[..., -1] = False
     return scores.masked_fill(remove.scatter(-1, order, remove), -torch.inf)
@@ -40,14 +40,15 @@ def warp(logits: torch.Tensor, temperature: float = 1.0, top_k: int | None = Non
         raise ValueError(f"top_k must be a whole number >= 0 (0 or None = off), got {top_k}")
     if top_p is not None and not 0 < top_p <= 1:
         raise ValueError(f"top_p must be in (0, 1] (1 or None = off), got {top_p}")
-    shape = logits.shape
-    scores = logits.reshape(-1, shape[-1]).float()  # [N, V]
+    if logits.dim() == 0 or logits.shape[-1] == 0:
+        raise ValueError(f"logits must have a vocabulary dimension of at least one token, got shape {tuple(logits.shape)}")
+    scores = logits.float()  # [..., V]; every step below works along the last dimension
     if temperature == 0:
-        return torch.nn.functional.one_hot(scores.argmax(-1), shape[-1]).to(scores.dtype).reshape(shape)
+        return torch.nn.functional.one_hot(scores.argmax(-1), scores.shape[-1]).to(scores.dtype)
     if temperature != 1.0:
         scores = scores / temperature
     if top_k:
         scores = _top_k(scores, int(top_k))
     if top_p is not None and top_p < 1.0:
         scores = _top_p(scores, float(top_p))
-    return scores.softmax(-1).reshape(shape)
+    return scores.softmax(-1)

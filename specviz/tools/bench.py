@@ -204,6 +204,8 @@ def run_bench(preset=None, draft=None, target=None, device=None, gamma=4, quick=
         "cost_model_ceiling_forwards_only": round(cost_model_round_ms / round_ms, 3),
     })
     result.update(_ui_step_ratio(pair, prompts[0], config, seed))
+    live = result["live_speedup"]
+    result["live_over_bench"] = None if live is None else round(live / result["speedup_vs_target_only"], 3)
     return result
 
 
@@ -211,13 +213,21 @@ def _rounded(ms: float | None) -> float | None:
     return None if ms is None else round(ms, 3)
 
 
-def _ui_step_ratio(pair, prompt, config, seed, steps: int = 8) -> dict:
-    """What the app adds to a Step: the run layer's step (the speculative round plus the baseline's
-    catch-up), against that step followed by the views it shows (figures, narration, counters, the
-    step card and the plots' JSON, which gradio sends). Medians over `steps` steps."""
+LIVE_STEPS = 20  # the page's counters are compared with the bench after this many Steps (issue: "after 20 steps")
+
+
+def _ui_step_ratio(pair, prompt, config, seed, steps: int = LIVE_STEPS) -> dict:
+    """What the app adds to a Step, and what its live counters say after `steps` Steps. A Step is the run
+    layer's step (the speculative round plus the baseline's catch-up, in the fair order); the app follows it
+    with the views it shows (figures, narration, counters, the step card and the plots' JSON, which gradio
+    sends). Medians over the steps; `live_speedup` is the counters' speedup after them (ComparedRun.metrics(),
+    what the page shows), from a run long enough for `steps` rounds unless EOS ends it first."""
     from ..engine.run import ComparedRun, RunSettings
     from ..present.views import Session, build_view
 
+    room = steps * (config["gamma"] + 1)  # every round emits at most gamma + 1 tokens
+    fits = pair.context_window - config["gamma"] - 1 - len(pair.encode(prompt))  # the whole prompt stays in the window
+    config = {**config, "max_new_tokens": max(config["max_new_tokens"], min(room, fits))}
     session = Session()
     session.run = ComparedRun(RunSettings(pair=pair.ref, prompt=prompt, config=DecodeConfig(**config, seed=seed),
                                            device=str(pair.device)),
@@ -235,8 +245,10 @@ def _ui_step_ratio(pair, prompt, config, seed, steps: int = 8) -> dict:
         ui_s.append(time.perf_counter() - t0)
         engine_s.append(t1 - t0)
     ui, engine = statistics.median(ui_s), statistics.median(engine_s)
+    live = session.run.metrics()["speedup"]
     return {"ui_step_ms": round(ui * 1e3, 2), "engine_step_ms": round(engine * 1e3, 2),
-            "ui_over_engine_step": round(ui / engine, 3)}
+            "ui_over_engine_step": round(ui / engine, 3), "live_steps": len(ui_s),
+            "live_speedup": None if live is None else round(live, 3)}
 
 
 def run_drafts_bench(preset=None, draft=None, target=None, device=None, drafts=(1, 2, 4), gammas=(2, 4),

@@ -315,10 +315,18 @@ def valid_inputs(gamma=2, vocab=4):
     (lambda t, d, x: (t, d.clone().index_put_((torch.tensor(0), torch.tensor(1)), torch.tensor(-0.1)), x), "negative"),
     (lambda t, d, x: (t * 1.01, d, x), "sum to 1"),
     (lambda t, d, x: (t.clone().index_put_((torch.tensor(0), torch.tensor(0)), torch.tensor(float("nan"))), d, x), "NaN"),
+    # the checks read every row's stats at once: a NaN or inf in a later row must not hide behind a good one
+    (lambda t, d, x: (t, d.clone().index_put_((torch.tensor(1), torch.tensor(3)), torch.tensor(float("nan"))), x),
+     "draft_probs contains NaN"),
+    (lambda t, d, x: (t.clone().index_put_((torch.tensor(2), torch.tensor(1)), torch.tensor(float("inf"))), d, x),
+     "target_probs contains NaN or infinite"),
+    (lambda t, d, x: (t, d.clone().index_put_((torch.tensor(1), torch.tensor(2)), torch.tensor(-0.1)), x),
+     "draft_probs has negative"),
     (lambda t, d, x: (t, torch.tensor([[1.0, 0, 0, 0], [0.25] * 4]), torch.tensor([2, 0])), "zero draft probability"),
     (lambda t, d, x: (t[:1], d[:0], x[:0]), "gamma >= 1"),
     (lambda t, d, x: (t, d, torch.tensor([0, 9])), "lie in"),
     (lambda t, d, x: (t, d, torch.tensor([0])), "integer ids"),
+    (lambda t, d, x: (t, d, torch.tensor([True, False])), "integer ids"),
 ])
 def test_bad_input_raises_value_error_naming_the_problem(mutate, message):
     target, draft, tokens = mutate(*valid_inputs())
@@ -337,6 +345,21 @@ def test_negative_kl_budget_is_rejected():
 def test_bad_warping_knobs_raise(kwargs, message):
     with pytest.raises(ValueError, match=message):
         warp(torch.zeros(5), **kwargs)
+
+
+@pytest.mark.parametrize("logits", [torch.tensor(2.0), torch.zeros(0), torch.zeros(2, 0)])
+def test_logits_without_a_vocabulary_dimension_are_refused(logits):
+    with pytest.raises(ValueError, match="vocabulary dimension"):
+        warp(logits)
+
+
+def test_draft_tokens_of_any_integer_dtype_are_verified_as_ids():
+    """uint8 / int16 ids index a vocabulary larger than their own range once widened (no overflow in a clamp)."""
+    vocab = 300
+    target, draft = torch.full((3, vocab), 1.0 / vocab), torch.full((2, vocab), 1.0 / vocab)
+    for dtype in (torch.uint8, torch.int16, torch.int32, torch.int64):
+        result = verify(target, draft, torch.tensor([5, 200], dtype=dtype), generator=torch.Generator().manual_seed(0))
+        assert result.n_accepted == 2 and result.tokens[:2] == [5, 200]  # p = q: every draft is accepted
 
 
 def test_inverse_cdf_sampler_matches_its_distribution_and_skips_zeros():

@@ -66,3 +66,15 @@ def test_run_bench_times_the_twins_beside_the_pair(monkeypatch, tmp_path):
     assert result["draft_dtype"] == "bfloat16" and result["dtype"] == "float32"
     for key in ("target_ms_plain_layers", "target_verify_ms_plain_layers", "draft_ms_in_pair_dtype"):
         assert result[key] > 0, key
+
+
+def test_the_live_counters_are_read_after_the_asked_steps_even_past_max_new_tokens(pair):
+    """bench compares the page's counters with its own figure after LIVE_STEPS Steps: the run behind them
+    is lengthened to hold that many rounds (here 3 rounds of up to 5 tokens against max_new_tokens 4), and
+    at a gamma whose rounds would overflow the 256-token window it is held within the window."""
+    from specviz.tools.bench import _ui_step_ratio
+
+    out = _ui_step_ratio(pair, "KING.", dict(gamma=4, temperature=1.0, max_new_tokens=4), 0, steps=3)
+    assert out["live_steps"] == 3 and out["live_speedup"] > 0
+    wide = _ui_step_ratio(pair, "KING.", dict(gamma=16, temperature=1.0, max_new_tokens=4), 0, steps=20)
+    assert 1 <= wide["live_steps"] <= 20 and wide["live_speedup"] > 0  # no "does not fit the context window"
