@@ -36,54 +36,91 @@ def _synced(out: torch.Tensor) -> torch.Tensor:
     return out
 
 
-def per_call_latency_ms(calls: list[tuple[object, int]], vocab: int, context: list[int], repeats: int,
-                        block: int = 25) -> list[float]:
-    """Median wall time in ms of one cached forward for each (model, new tokens) in `calls`, after
-    `context`, each measured in isolation (a model may come as an empty CachedModel, e.g. a draft reading
-    a target's features, or one with a static cache, whose graphs are captured after the context): blocks
-    of `block` consecutive calls of one model (as in
-    decoding, where a model runs several times in a row with its weights in cache), the blocks of the
-    different calls alternating so that drift in the machine's speed hits them alike."""
-    cached = [model if isinstance(model, CachedModel) else CachedModel(model, vocab) for model, _ in calls]
-    for c, (_, n_new) in zip(cached, calls):
-        c.forward(context)
-        c.capture([n_new])
-    times = [[] for _ in calls]
-    for start in range(0, repeats, block):
-        for j, ((_, n_new), c) in enumerate(zip(calls, cached)):
-            for i in range(-2, min(block, repeats - start)):  # two warm-up calls per block
-                new = [context[(start + i + k) % len(context)] for k in range(n_new)]
+class CallTimer:
+    """Wall time of one cached forward for each (model, new tokens) in `calls`, after `context`, each measured
+    in isolation, in blocks: `block(size)` runs `size` consecutive calls of each model in turn (as in decoding,
+    where a model runs several times in a row with its weights in cache; two untimed warm-up calls first), so
+    that a caller can spread the blocks over a run and drift in the machine's speed hits the calls and the run
+    alike. A model may come as an empty CachedModel (a draft reading a target's features, or one with a static
+    cache, whose graphs are captured after the context)."""
+
+    def __init__(self, calls: list[tuple[object, int]], vocab: int, context: list[int]):
+        self.calls, self.context, self.done = calls, context, 0
+        self.cached = [model if isinstance(model, CachedModel) else CachedModel(model, vocab) for model, _ in calls]
+        for c, (_, n_new) in zip(self.cached, calls):
+            c.forward(context)
+            c.capture([n_new])
+        self.times: list[list[float]] = [[] for _ in calls]
+
+    def block(self, size: int) -> None:
+        context = self.context
+        for j, ((_, n_new), c) in enumerate(zip(self.calls, self.cached)):
+            for i in range(-2, size):  # two warm-up calls per block
+                new = [context[(self.done + i + k) % len(context)] for k in range(n_new)]
                 _, dt = _timed(lambda: _synced(c.forward(new)))
                 c.crop_to(len(context))
                 if i >= 0:
-                    times[j].append(dt)
-    return [statistics.median(t) * 1e3 for t in times]
+                    self.times[j].append(dt)
+        self.done += size
+
+    def medians_ms(self) -> list[float]:
+        return [statistics.median(t) * 1e3 for t in self.times]
+
+
+TIMING_BLOCK = 25  # consecutive calls of one model per timed block
+
+
+def per_call_latency_ms(calls: list[tuple[object, int]], vocab: int, context: list[int], repeats: int,
+                        block: int = TIMING_BLOCK) -> list[float]:
+    """Median wall time in ms of one cached forward for each (model, new tokens) in `calls`: `repeats` calls
+    each, in blocks of `block` (CallTimer), the blocks of the different calls alternating."""
+    timer = CallTimer(calls, vocab, context)
+    for start in range(0, repeats, block):
+        timer.block(min(block, repeats - start))
+    return timer.medians_ms()
+
+
+class RoundTimer:
+    """Wall time of a round made of nothing but its forwards: gamma 1-token draft calls, then the target's
+    forward over gamma + 1 tokens, both caches cropped back; no warping, sampling or verification. The cost
+    model adds the same forwards timed one model at a time in blocks (CallTimer); here they alternate as in
+    decoding, so what separates the two is what alternating costs the forwards themselves, which no change to
+    the loop outside them can remove. A draft reading features reads `target`'s. `rounds(n)` runs n rounds
+    (after two untimed ones), so that a caller can spread them over a run."""
+
+    def __init__(self, draft: CachedModel, target: CachedModel, context: list[int], gamma: int):
+        self.draft, self.target, self.context, self.gamma, self.done = draft, target, context, gamma, 0
+        target.forward(context)
+        draft.forward(context)
+        for model, n_new in ((draft, 1), (target, gamma + 1)):
+            model.capture([n_new])
+        self.times: list[float] = []
+
+    def rounds(self, n: int) -> None:
+        draft, target, context, gamma = self.draft, self.target, self.context, self.gamma
+        for r in range(-2, n):  # two warm-up rounds
+            new = [context[(self.done + r + k) % len(context)] for k in range(gamma + 1)]
+            t0 = time.perf_counter()
+            for k in range(gamma):
+                draft.forward(new[k:k + 1], keep=1)
+            _synced(target.forward(new, keep=gamma + 1))
+            dt = time.perf_counter() - t0
+            draft.crop_to(len(context))
+            target.crop_to(len(context))
+            if r >= 0:
+                self.times.append(dt)
+        self.done += n
+
+    def median_ms(self) -> float:
+        return statistics.median(self.times) * 1e3
 
 
 def forward_only_round_ms(draft: CachedModel, target: CachedModel, context: list[int], gamma: int,
                           rounds: int) -> float:
-    """Median wall time in ms of a round made of nothing but its forwards: gamma 1-token draft calls, then
-    the target's forward over gamma + 1 tokens, both caches cropped back; no warping, sampling or
-    verification. The cost model adds the same forwards timed one model at a time in blocks; here they
-    alternate as in decoding, so what separates the two is the models slowing each other down, which no
-    change to the loop outside the forwards can remove. A draft reading features reads `target`'s."""
-    target.forward(context)
-    draft.forward(context)
-    for model, n_new in ((draft, 1), (target, gamma + 1)):
-        model.capture([n_new])
-    times = []
-    for r in range(-2, rounds):  # two warm-up rounds
-        new = [context[(r + k) % len(context)] for k in range(gamma + 1)]
-        t0 = time.perf_counter()
-        for k in range(gamma):
-            draft.forward(new[k:k + 1], keep=1)
-        _synced(target.forward(new, keep=gamma + 1))
-        dt = time.perf_counter() - t0
-        draft.crop_to(len(context))
-        target.crop_to(len(context))
-        if r >= 0:
-            times.append(dt)
-    return statistics.median(times) * 1e3
+    """Median wall time in ms of `rounds` forward-only rounds in a row (RoundTimer)."""
+    timer = RoundTimer(draft, target, context, gamma)
+    timer.rounds(rounds)
+    return timer.median_ms()
 
 
 def engine_twins(pair) -> tuple[object | None, object | None]:
@@ -131,6 +168,31 @@ def run_bench(preset=None, draft=None, target=None, device=None, gamma=4, quick=
     with_hf = not reads_features(pair.draft)
     if with_hf:
         hf_assisted(pair, pair.encode(prompts[0]), gamma, 8, seed)
+    # the cost model's per-call times and the forward-only round, measured in short blocks after every run
+    # below, so that drift in the machine's speed (tens of percent between minutes on a shared VM) hits the
+    # cost model and the decoding it predicts alike
+    context = pair.encode(prompts[0]) * 4
+    features = reads_features(pair.draft)  # then the target keeps its hidden states, as in decoding
+    source = CachedModel(pair.target, pair.vocab_size, keep_features=True)  # what a feature-reading draft reads
+    if features:
+        source.forward(context)
+    # the same kind of cache as the decoders ran on (a static one, replayed as CUDA graphs, on CUDA)
+    options = {"static_len": len(context) + gamma + 2, "graphs": warm.target.static.graphs} if warm.target.static else {}
+    timed = [(cached_draft(pair.draft, pair.vocab_size, source, **options), 1),
+             (CachedModel(pair.target, pair.vocab_size, keep_features=features, **options), 1),
+             (CachedModel(pair.target, pair.vocab_size, keep_features=features, **options), gamma + 1)]
+    # the same calls without the engine's CPU choices, in the same interleaved blocks (README: "Benchmark"); the
+    # copies are held through the run (on the CPU only, where the engine made such choices)
+    plain_target, wide_draft = engine_twins(pair)
+    if plain_target is not None:
+        timed += [(CachedModel(plain_target, pair.vocab_size, keep_features=features), n) for n in (1, gamma + 1)]
+    if wide_draft is not None:
+        timed.append((cached_draft(wide_draft, pair.vocab_size, source), 1))
+    calls_timer = CallTimer(timed, pair.vocab_size, context)
+    round_target = CachedModel(pair.target, pair.vocab_size, keep_features=features, **options)
+    round_timer = RoundTimer(cached_draft(pair.draft, pair.vocab_size, round_target, **options), round_target,
+                             context, gamma)
+    per_run = -(-(50 if quick else 300) // (len(prompts) * len(seeds)))  # blocks after each run: ~50 or ~300 in all
     for prompt in prompts:
         for s in seeds:
             spec = SpeculativeDecoder(pair, prompt, DecodeConfig(**config, seed=s, record=False))
@@ -142,33 +204,17 @@ def run_bench(preset=None, draft=None, target=None, device=None, gamma=4, quick=
             if with_hf:
                 n, dt = _timed(lambda: hf_assisted(pair, spec.prompt_ids, gamma, new_tokens, s))
                 hf_tokens, hf_s = hf_tokens + n, hf_s + dt
+            for start in range(0, per_run, TIMING_BLOCK):  # blocks of at most 25 calls, as per_call_latency_ms's
+                calls_timer.block(min(TIMING_BLOCK, per_run - start))
+            round_timer.rounds(per_run)
     m = metric_set(records, calls)  # the same metric set the app and the CLI show
     hf_rate = hf_tokens / hf_s if with_hf else None
-    context = pair.encode(prompts[0]) * 4
-    repeats = 50 if quick else 300
-    features = reads_features(pair.draft)  # then the target keeps its hidden states, as in decoding
-    source = CachedModel(pair.target, pair.vocab_size, keep_features=True)  # what a feature-reading draft reads
-    if features:
-        source.forward(context)
-    # the same kind of cache as the decoders ran on (a static one, replayed as CUDA graphs, on CUDA)
-    options = {"static_len": len(context) + gamma + 2, "graphs": warm.target.static.graphs} if warm.target.static else {}
-    timed = [(cached_draft(pair.draft, pair.vocab_size, source, **options), 1),
-             (CachedModel(pair.target, pair.vocab_size, keep_features=features, **options), 1),
-             (CachedModel(pair.target, pair.vocab_size, keep_features=features, **options), gamma + 1)]
-    # the same calls without the engine's CPU choices, in the same interleaved blocks (README: "Benchmark")
-    plain_target, wide_draft = engine_twins(pair)
-    if plain_target is not None:
-        timed += [(CachedModel(plain_target, pair.vocab_size, keep_features=features), n) for n in (1, gamma + 1)]
-    if wide_draft is not None:
-        timed.append((cached_draft(wide_draft, pair.vocab_size, source), 1))
-    draft_ms, target_ms, verify_ms, *twin_ms = per_call_latency_ms(timed, pair.vocab_size, context, repeats)
+    draft_ms, target_ms, verify_ms, *twin_ms = calls_timer.medians_ms()
+    round_ms = round_timer.median_ms()
     plain_ms = twin_ms[:2] if plain_target is not None else [None, None]
     wide_ms = twin_ms[-1] if wide_draft is not None else None
-    del timed, plain_target, wide_draft  # the copies' weights (a hub target's take gigabytes) go now
+    del timed, calls_timer, plain_target, wide_draft  # the copies' weights (a hub target's take gigabytes) go now
     gc.collect()
-    round_target = CachedModel(pair.target, pair.vocab_size, keep_features=features, **options)
-    round_ms = forward_only_round_ms(cached_draft(pair.draft, pair.vocab_size, round_target, **options), round_target,
-                                     context, gamma, repeats)
     result = {
         "preset": pair.name, "device": str(pair.device), "dtype": str(pair.dtype).removeprefix("torch."),
         "draft_dtype": str(pair.draft_dtype).removeprefix("torch."),

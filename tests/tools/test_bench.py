@@ -78,3 +78,33 @@ def test_the_live_counters_are_read_after_the_asked_steps_even_past_max_new_toke
     assert out["live_steps"] == 3 and out["live_speedup"] > 0
     wide = _ui_step_ratio(pair, "KING.", dict(gamma=16, temperature=1.0, max_new_tokens=4), 0, steps=20)
     assert 1 <= wide["live_steps"] <= 20 and wide["live_speedup"] > 0  # no "does not fit the context window"
+
+
+def test_call_timer_blocks_add_up_and_leave_every_cache_at_its_context(pair):
+    """bench spreads the cost model's timing blocks over its run: each block times `size` calls of every
+    model (after two untimed ones), and every cache is cropped back to the context after each call."""
+    from specviz.tools.bench import CallTimer
+
+    context = pair.encode("KING HENRY.") * 2
+    timer = CallTimer([(pair.draft, 1), (pair.target, 1), (pair.target, 4)], pair.vocab_size, context)
+    timer.block(3)
+    timer.block(2)
+    assert [len(t) for t in timer.times] == [5, 5, 5] and timer.done == 5
+    assert all(c.seen == len(context) for c in timer.cached)
+    assert [c.calls for c in timer.cached] == [1 + 5 + 2 * 2] * 3  # the context, 5 timed and 2 warm-ups a block
+    assert all(ms > 0 for ms in timer.medians_ms())
+
+
+def test_round_timer_spread_over_a_run_times_every_round_it_is_asked_for(pair):
+    """bench runs a few forward-only rounds after each decoding run: each call adds its rounds (after two
+    untimed ones) and leaves both caches at the context."""
+    from specviz.tools.bench import RoundTimer
+
+    gamma, context = 2, pair.encode("KING HENRY.") * 2
+    draft, target = CachedModel(pair.draft, pair.vocab_size), CachedModel(pair.target, pair.vocab_size)
+    timer = RoundTimer(draft, target, context, gamma)
+    timer.rounds(3)
+    timer.rounds(4)
+    assert len(timer.times) == 7 and timer.done == 7 and timer.median_ms() > 0
+    assert target.calls == 1 + 7 + 2 * 2 and draft.calls == 1 + (7 + 2 * 2) * gamma
+    assert draft.seen == target.seen == len(context)
