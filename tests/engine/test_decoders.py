@@ -11,7 +11,7 @@ from specviz.core.config import DecodeConfig
 from specviz.core.metrics import metric_set
 from specviz.core.trace import StepTrace
 from specviz.engine.decoders import DecodingFinished, SpeculativeDecoder, TargetOnlyDecoder
-from tests.stats import chi_square_pvalue
+from tests.engine.first_token import first_token_pvalue
 
 PROMPTS = ["ROMEO.\nBut soft, what light", "KING.\nNow is the time", "HAMLET.\nTo be, or not"]
 
@@ -36,15 +36,7 @@ def test_first_sampled_token_follows_the_warped_target(pair, warping):
     target's warped next-token distribution, computed by a plain forward pass."""
     prompt = "KING"  # one token: nothing to prefill, so each run costs three small forwards
     config = DecodeConfig(gamma=2, max_new_tokens=1, record=False, **warping)
-    ids = pair.encode(prompt)
-    with torch.inference_mode():
-        expected = config.warp(pair.target(torch.tensor([ids], device=pair.device)).logits[0, -1, : pair.vocab_size])
-    counts = torch.zeros(pair.vocab_size)
-    for seed in range(2_000):
-        dec = SpeculativeDecoder(pair, prompt, DecodeConfig(**{**config.__dict__, "seed": seed}))
-        dec.step()
-        counts[dec.generated_ids[0]] += 1
-    assert chi_square_pvalue(counts.numpy(), expected.double().cpu().numpy()) > 1e-3
+    assert first_token_pvalue(pair, prompt, config) > 1e-3
 
 
 def test_cached_logits_after_rejections_equal_a_fresh_forward(pair):

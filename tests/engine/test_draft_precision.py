@@ -11,7 +11,7 @@ from specviz.engine import draft_precision
 from specviz.engine.decoders import SpeculativeDecoder, TargetOnlyDecoder
 from specviz.engine.draft_precision import SharedEmbedding, SharedHead, draft_dtype
 from tests.engine.feature_pair import save_feature_pair
-from tests.stats import chi_square_pvalue
+from tests.engine.first_token import first_token_pvalue
 
 
 @pytest.fixture(scope="module")
@@ -128,17 +128,7 @@ def test_greedy_speculative_equals_target_only(bf16_pair, drafts):
 def test_first_emitted_token_follows_the_float32_target(bf16_pair):
     """N = 2,000 seeded one-round runs (gamma = 2, T = 1) with the bfloat16 draft; chi-square p > 1e-3
     against the float32 target's next-token distribution from a plain forward."""
-    prompt = "KING"
-    config = DecodeConfig(gamma=2, max_new_tokens=1, record=False)
-    with torch.no_grad():
-        logits = bf16_pair.target(torch.tensor([bf16_pair.encode(prompt)])).logits[0, -1, : bf16_pair.vocab_size]
-        expected = config.warp(logits)
-    counts = torch.zeros(bf16_pair.vocab_size)
-    for seed in range(2_000):
-        dec = SpeculativeDecoder(bf16_pair, prompt, DecodeConfig(gamma=2, max_new_tokens=1, record=False, seed=seed))
-        dec.step()
-        counts[dec.generated_ids[0]] += 1
-    assert chi_square_pvalue(counts.numpy(), expected.double().numpy()) > 1e-3
+    assert first_token_pvalue(bf16_pair, "KING", DecodeConfig(gamma=2, max_new_tokens=1, record=False)) > 1e-3
 
 
 def test_every_caller_that_feeds_a_bf16_draft_token_ids_works(bf16_token_pair):

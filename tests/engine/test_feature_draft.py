@@ -12,7 +12,7 @@ from specviz.core.config import DecodeConfig
 from specviz.engine.decoders import SpeculativeDecoder, TargetOnlyDecoder
 from specviz.engine.feature_draft import FeatureDraft
 from tests.engine.feature_pair import reference_draft_probs, save_feature_pair
-from tests.stats import chi_square_pvalue
+from tests.engine.first_token import first_token_pvalue
 
 
 @pytest.fixture(scope="module")
@@ -76,15 +76,7 @@ def test_greedy_speculative_equals_target_only(tiny, drafts, static):
 def test_first_emitted_token_follows_the_target(tiny):
     """N = 2,000 seeded one-round runs (gamma = 2, T = 1); chi-square p > 1e-3 against the target's
     next-token distribution from a plain forward."""
-    prompt, config = "KING", DecodeConfig(gamma=2, max_new_tokens=1, record=False)
-    with torch.no_grad():
-        expected = config.warp(tiny.target(torch.tensor([tiny.encode(prompt)])).logits[0, -1, : tiny.vocab_size])
-    counts = torch.zeros(tiny.vocab_size)
-    for seed in range(2_000):
-        dec = SpeculativeDecoder(tiny, prompt, DecodeConfig(gamma=2, max_new_tokens=1, record=False, seed=seed))
-        dec.step()
-        counts[dec.generated_ids[0]] += 1
-    assert chi_square_pvalue(counts.numpy(), expected.double().numpy()) > 1e-3
+    assert first_token_pvalue(tiny, "KING", DecodeConfig(gamma=2, max_new_tokens=1, record=False)) > 1e-3
 
 
 def test_the_sweep_and_the_kl_note_feed_the_draft_the_targets_features(tiny):
