@@ -155,11 +155,12 @@ def hf_assisted(pair, prompt_ids: list[int], gamma: int, new_tokens: int, seed: 
 
 
 def run_bench(preset=None, draft=None, target=None, device=None, gamma=4, quick=False, seed=0) -> dict:
+    new_tokens = 48 if quick else 96
+    config = dict(gamma=gamma, temperature=1.0, max_new_tokens=new_tokens)
+    DecodeConfig(**config, seed=seed)  # validates gamma and seed before any model loads
     pair = load_pair(preset, draft=draft, target=target, device=device)
     prompts = list(pair.examples or ("The",))[: 2 if quick else 4]
     seeds = range(seed, seed + (2 if quick else 4))
-    new_tokens = 48 if quick else 96
-    config = dict(gamma=gamma, temperature=1.0, max_new_tokens=new_tokens)
     records, calls, hf_tokens, hf_s = [], [], 0, 0.0
     # warm-up: first calls pay one-off allocation costs
     warm = SpeculativeDecoder(pair, prompts[0], DecodeConfig(**config, seed=seed, record=False))

@@ -108,3 +108,18 @@ def test_round_timer_spread_over_a_run_times_every_round_it_is_asked_for(pair):
     assert len(timer.times) == 7 and timer.done == 7 and timer.median_ms() > 0
     assert target.calls == 1 + 7 + 2 * 2 and draft.calls == 1 + (7 + 2 * 2) * gamma
     assert draft.seen == target.seen == len(context)
+
+
+def test_a_bad_gamma_or_seed_is_refused_before_any_model_loads(monkeypatch):
+    """`bench --gamma 0` names the setting at once; a hub preset would otherwise first try the hub."""
+    import pytest
+
+    from specviz.tools import bench
+
+    def no_load(*args, **kwargs):
+        raise AssertionError("a model was loaded before the settings were checked")
+
+    monkeypatch.setattr(bench, "load_pair", no_load)
+    for kwargs, setting in (({"gamma": 0}, "gamma"), ({"gamma": 17}, "gamma"), ({"seed": -1}, "seed")):
+        with pytest.raises(ValueError, match=setting):
+            bench.run_bench(preset="smollm2", quick=True, **kwargs)
