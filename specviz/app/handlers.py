@@ -11,8 +11,10 @@ from collections import OrderedDict
 from ..core.notation import letters, notation_key
 from ..engine.decoders import DecodingFinished
 from ..engine.presets import ModelLoadError, scrub_paths
+from ..engine.race import race
 from ..present.errors import localize
 from ..present.i18n import tr
+from ..present.race import race_html
 from ..present.render import Status
 from ..present.views import Session, View, build_view, settings_from, step_session, with_lock
 
@@ -99,13 +101,30 @@ def _step(session: Session, notation: str, knobs, lang: str = "en") -> tuple[Vie
         return build_view(session, notation, status, lang), status
     try:
         status = step_session(session, settings_from(*knobs), lang)
-    except DecodingFinished:
-        status = Status("error", tr(lang, "msg.done_reset"))
-    except (ValueError, ModelLoadError) as err:  # the detail names the setting and its range (its frame in `lang`)
-        status = Status("error", tr(lang, "msg.cannot_step", detail=localize(lang, scrub_paths(str(err)))))
-    except RuntimeError as err:  # e.g. CUDA out of memory
-        status = Status("error", tr(lang, "msg.models_failed", detail=scrub_paths(str(err).splitlines()[0])))
+    except (ValueError, ModelLoadError, RuntimeError) as err:
+        status = _failure(err, lang)
     return build_view(session, notation, status, lang), status
+
+
+def _failure(err: Exception, lang: str) -> Status:
+    """What a model-bound event that failed says: the setting and its range, or what the models raised."""
+    if isinstance(err, DecodingFinished):
+        return Status("error", tr(lang, "msg.done_reset"))
+    if isinstance(err, (ValueError, ModelLoadError)):  # the detail names the setting and its range (frame in `lang`)
+        return Status("error", tr(lang, "msg.cannot_step", detail=localize(lang, scrub_paths(str(err)))))
+    return Status("error", tr(lang, "msg.models_failed", detail=scrub_paths(str(err).splitlines()[0])))  # e.g. CUDA OOM
+
+
+@with_lock
+def race_handler(session, *knobs, lang: str = "en"):
+    """Race: the page's settings decoded to the end by each side alone, the first side alternating per tab;
+    returns (session, the race's HTML or None to keep what is shown, status)."""
+    try:
+        shown = race_html(race(settings_from(*knobs), speculative_first=session.races % 2 == 0), lang)
+    except (ValueError, ModelLoadError, RuntimeError) as err:
+        return session, None, _failure(err, lang)
+    session.races += 1
+    return session, shown, Status()
 
 
 @with_lock

@@ -13,6 +13,7 @@ from ..core.config import DRAFTS_MAX, DRAFTS_MIN, GAMMA_MAX, GAMMA_MIN, TOP_K_OF
 from ..core.notation import NOTATIONS
 from ..engine.presets import PRESETS, default_preset, offered_presets
 from ..present import render
+from ..present.race import race_html
 from ..present.views import REJECTION_COLUMNS, Session
 from ..present.i18n import CATALOGUE, LANGUAGES, tr
 from .handlers import SESSION_TTL_S, intro, release_session, what_you_see
@@ -72,6 +73,8 @@ class Page:
     kl_scale: object = None
     kl_note: object = None
     tabs: tuple = ()        # (live tab, playground tab): their labels follow #lang
+    race_btn: object = None  # the race (#race-btn, #race): both sides alone, replayed on one clock
+    race: object = None
 
     __hash__ = object.__hash__
 
@@ -124,6 +127,7 @@ def build_layout() -> Page:
                 step_btn = gr.Button(T("btn.step"), variant="primary", elem_id="step", scale=0)
                 play_btn = gr.Button(T("btn.play"), elem_id="play", scale=0)
                 reset_btn = gr.Button(T("btn.reset"), variant="stop", elem_id="reset", scale=0)
+                race_btn = gr.Button(T("btn.race"), elem_id="race-btn", scale=0)
                 message = gr.HTML(elem_id="message", min_height=0)
             with gr.Row(elem_id="main-row"):
                 with gr.Column(scale=1, min_width=300, elem_id="settings"):
@@ -161,6 +165,7 @@ def build_layout() -> Page:
                     step_card = gr.HTML(render.step_card(None), elem_id="step-card")
                     counters = gr.HTML(render.counters_html({}, "", False, 0, 0), elem_id="counters")
                     timeline = gr.HTML(render.text_view(prompt.value, []), elem_id="timeline")
+                    race = gr.HTML(race_html(None), elem_id="race", min_height=0)
                     with gr.Row():
                         show_rejected = gr.Checkbox(value=True, label=T("lbl.show_rejected"),
                                                     elem_id="show-rejected", scale=1)
@@ -192,7 +197,8 @@ def build_layout() -> Page:
         pg = playground_tab(T)
         timer = gr.Timer(0.8, active=False)
         return Page(session=session, step_btn=step_btn, play_btn=play_btn, reset_btn=reset_btn, message=message, prompt=prompt, example=example, preset=preset, gamma=gamma, temperature=temperature, kl_budget=kl_budget, notation=notation, top_k=top_k, top_p=top_p, seed=seed, max_new=max_new, speed=speed, draft_model=draft_model, target_model=target_model, header=header, step_card=step_card, timeline=timeline, show_rejected=show_rejected, view_step=view_step, counters=counters, narration=narration, pq_plot=pq_plot, uniform_plot=uniform_plot, residual_plot=residual_plot, history_plot=history_plot, analytics=analytics, analytics_plot=analytics_plot, rejections=rejections, most_rejected=most_rejected, sweep_btn=sweep_btn, sweep_plot=sweep_plot, export_btn=export_btn, json_file=json_file, csv_file=csv_file, traces_json=traces_json, pg=pg, timer=timer, drafts=drafts,
-                    lang=lang, classroom=classroom, reveal=reveal, what=what, summary=summary, kl_scale=kl_scale, kl_note=kl_note, tabs=(live_tab, pg["tab"]))
+                    lang=lang, classroom=classroom, reveal=reveal, what=what, summary=summary, kl_scale=kl_scale, kl_note=kl_note, tabs=(live_tab, pg["tab"]),
+                    race_btn=race_btn, race=race)
 
 
 def playground_drafts_section(T) -> dict:

@@ -180,5 +180,41 @@
   };
   new MutationObserver(phoneFigures).observe(document.body, {childList: true, subtree: true});
   document.addEventListener('click', () => setTimeout(phoneFigures, 400));  // an accordion or a tab just opened
+  // 6. The race (#race): both lanes on one clock. A token shows once the clock passes the time its side had it
+  //    ready (data-ms); each lane's clock stops at its own total. A new race plays once; Replay plays it again
+  //    (data-slow 10: at a tenth of the speed, the clocks still showing measured time).
+  const playRace = (race, slow) => {
+    const lanes = [...race.querySelectorAll('.race-lane')];
+    const tokens = lanes.map((lane) => [...lane.querySelectorAll('.race-tok')]);
+    const totals = lanes.map((lane) => +lane.dataset.totalMs || 0);
+    const next = lanes.map(() => 0);
+    tokens.flat().forEach((t) => t.classList.remove('shown'));
+    race.querySelectorAll('.race-text').forEach((box) => { box.scrollTop = 0; });
+    race.classList.add('playing');
+    const start = performance.now(), id = String(start);
+    race.dataset.playing = id;
+    const frame = (now) => {
+      if (race.dataset.playing !== id || !race.isConnected) return;
+      const ms = (now - start) / slow;
+      lanes.forEach((lane, i) => {
+        const before = next[i];
+        while (next[i] < tokens[i].length && +tokens[i][next[i]].dataset.ms <= ms) tokens[i][next[i]++].classList.add('shown');
+        const box = lane.querySelector('.race-text'), last = tokens[i][next[i] - 1];
+        if (box && last && next[i] > before) box.scrollTop = Math.max(0, last.offsetTop + last.offsetHeight - box.clientHeight);
+        const clock = lane.querySelector('.race-clock');
+        if (clock) clock.textContent = (Math.min(ms, totals[i]) / 1000).toFixed(2) + ' s';
+      });
+      if (ms <= Math.max(...totals)) requestAnimationFrame(frame);
+    };
+    requestAnimationFrame(frame);
+  };
+  new MutationObserver(() => {
+    const race = document.querySelector('#race .race[data-race]');
+    if (race && !race.dataset.played) { race.dataset.played = '1'; playRace(race, 1); }
+  }).observe(document.body, {childList: true, subtree: true});
+  document.addEventListener('click', (e) => {
+    const button = e.target.closest && e.target.closest('#race .race-replay');
+    if (button) playRace(button.closest('.race'), +button.dataset.slow || 1);
+  });
   document.body.dataset.specvizReady = '1';  // tests wait for this before pressing keys
 }

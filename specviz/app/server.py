@@ -9,6 +9,7 @@ import gradio as gr
 from ..engine.loading import load_pair
 from ..engine.presets import ModelLoadError, default_preset
 from ..engine.settings import current as current_deployment
+from ..engine.threads import use_serving_threads
 from ..present.palette import css_variables
 from .gradio_internals import protect_sessions
 from .handlers import QUEUE_STATUS_S, session_worth
@@ -33,6 +34,7 @@ def launch(demo: gr.Blocks | None = None, **kwargs):
     """Load the default pair, build the page, serve it; returns gradio's (app, local_url, share_url)."""
     os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
     _record_exposure(kwargs)
+    use_serving_threads()  # one core stays free for the web server and the browser: timings stay fair
     try:  # load the default pair before the first visitor arrives; a failure shows on the first Step
         load_pair(default_preset())
     except ModelLoadError as err:

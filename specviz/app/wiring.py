@@ -14,11 +14,12 @@ from ..engine.settings import current as current_deployment
 from ..present import render
 from ..present.errors import localize
 from ..present.i18n import CATALOGUE, tr
+from ..present.race import race_html
 from ..present.views import (Session, View, export_files, kl_buys, playground_drafts_run, playground_run, playground_view,
                              sweep_view)
 from .gradio_internals import cache_dir, forget_tab
-from .handlers import (adopt, intro, play_handler, reset_handler, step_handler, stop_handler, tick_handler,
-                       view_handler, what_you_see)
+from .handlers import (adopt, intro, play_handler, race_handler, reset_handler, step_handler, stop_handler,
+                       tick_handler, view_handler, what_you_see)
 from .layout import CLASSROOM_PACE_S, KL_STEPS, Page, build_layout, notation_choices, preset_choices, toy_choices
 
 
@@ -95,13 +96,22 @@ def wire(demo: gr.Blocks, page: Page) -> None:
         return {session: s, **updates(view)}
 
     def on_lang(s, n, step, code, playing_label):
+        raced = isinstance(s, Session) and s.races  # a race already shown stays; the empty line follows #lang
         return {**on_view(s, n, step, code), header: intro(n, code), what: what_you_see(code),
+                page.race: gr.skip() if raced else race_html(None, code),
                 play_btn: gr.Button(value=tr(code, "btn.pause" if playing_label in PAUSE_LABELS else "btn.play"))}
 
     all_views = [session, *view_outputs]  # a list: the API returns outputs in this order
     model = dict(concurrency_id="model", concurrency_limit=current_deployment().concurrency)  # a class queues, not thrashes
     light = dict(concurrency_limit=None, api_visibility="private")
     light_public = dict(concurrency_limit=None)
+
+    def on_race(s, preset, prompt, gamma, temperature, top_k, top_p, kl_budget, seed, max_new_tokens, draft_model,
+                target_model, drafts=1, lang="en", request: gr.Request = None):  # /race's parameters: /step's knobs
+        s, shown, status = race_handler(adopt(s, request.session_hash, lang), preset, prompt, gamma, temperature,
+                                        top_k, top_p, kl_budget, seed, max_new_tokens, draft_model, target_model,
+                                        drafts, lang=lang)
+        return {session: s, page.race: gr.skip() if shown is None else shown, message: render.message_html(status)}
 
     def on_rejection_click(s, n, code, evt: gr.SelectData):
         row = evt.row_value if evt is not None else None
@@ -114,17 +124,21 @@ def wire(demo: gr.Blocks, page: Page) -> None:
     def on_export(s):
         return export_files(s, cache_dir(demo))
     raw = dict(preprocess=False)  # knobs reach DecodeConfig as sent: refused by name, never rounded or clipped
-    # trigger_mode="multiple": quick presses queue (5 presses = 5 steps), serialised by the session's lock
+    # trigger_mode="multiple": quick presses queue (5 presses = 5 steps), serialised by the session's lock;
+    # no progress display: it kept the browser busy exactly while the round's forwards were being timed
     step_btn.click(on_step, [session, notation, *knobs, lang], all_views, api_name="step", trigger_mode="multiple",
-                   **model, **raw)
+                   show_progress="hidden", **model, **raw)
+    # the race's own forwards are timed: only a small timer on #race moves in the browser meanwhile
+    page.race_btn.click(on_race, [session, *knobs, lang], [session, page.race, message], api_name="race",
+                        show_progress="minimal", show_progress_on=page.race, **model, **raw)
     tick = timer.tick(on_tick, [session, notation, *knobs, lang], [*all_views, timer, play_btn],
-              api_visibility="private", **model, **raw)
+              api_visibility="private", show_progress="hidden", **model, **raw)
     play_btn.click(on_play, [session, speed, lang], [session, timer, play_btn], **light)
     reset_btn.click(on_stop, [session, lang], [session, timer, play_btn], cancels=[tick], **light).then(
         on_reset, [session, notation], all_views, api_name="reset", concurrency_limit=None, **raw)
     gr.on([notation.change, view_step.input], on_view, [session, notation, view_step, lang], all_views, **light, **raw)
     notation.change(intro, [notation, lang], header, **light)
-    lang.change(on_lang, [session, notation, view_step, lang, play_btn], [*all_views, header, what, play_btn], **light)
+    lang.change(on_lang, [session, notation, view_step, lang, play_btn], [*all_views, header, what, play_btn, page.race], **light)
     lang.change(None, lang, None, js=SET_LOCALE_JS, api_visibility="private")
     lang.change(relabel, lang, [*page.tabs, notation, preset, pg["preset"]], **light)
     loaded = demo.load(None, None, [lang, classroom], js=INITIAL_JS, api_visibility="private")

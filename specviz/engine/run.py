@@ -10,6 +10,11 @@ speculative round and then advance the baseline to the same number of tokens; ev
 advance the baseline by as many tokens as the previous round emitted, then run the round (and
 the baseline catches up on whatever is left at the next odd step, or at once if the run ended).
 
+Alone. A step's timed forwards hold `TIMED`, as each side of a race does (engine/race.py): within this
+process no two timed stretches overlap, so no visitor's figures are measured beside another's forwards;
+on a CPU they also wait, briefly, for the other processes (the browser after a click) to go quiet
+(engine/quiet.py).
+
 Bounded memory. Only the WARM_RUNS most recently stepped runs keep their KV caches; a colder run
 hibernates into plain data (`RunState`, as on ZeroGPU) and its caches are rebuilt, one prefill
 outside the timed forwards, at its next step. A finished run drops its caches at once.
@@ -29,7 +34,11 @@ from . import zerogpu
 from .decoders import DecoderState, DecodingFinished, SpeculativeDecoder, TargetOnlyDecoder, check_prompt
 from .loading import ModelPair, is_cached, load_pair, on_evict
 from .presets import PairRef
+from .quiet import before_timed_forwards
 from .settings import current as current_deployment
+
+
+TIMED = threading.Lock()  # held while a step's or a race side's forwards are timed (see "Alone" above)
 
 
 @dataclass(frozen=True)
@@ -217,7 +226,9 @@ class ComparedRun:
             else:
                 if self.spec is None:
                     self._wake()
-                trace = advance_both(self.spec, self.base)
+                with TIMED:
+                    before_timed_forwards(self.spec.pair.device)
+                    trace = advance_both(self.spec, self.base)
             self.traces.append(trace)
         if not self.stateless:
             if self.finished:  # nothing more to decode: the caches are dead weight

@@ -76,6 +76,8 @@ class Deployment:
     session_capacity: int = 1000      # SPECVIZ_SESSION_CAPACITY: sessions gradio keeps (default 1000)
     cuda_graphs: bool = True          # SPECVIZ_CUDA_GRAPHS: static KV cache + CUDA graphs on a CUDA device (default 1)
     draft_bf16: bool = True           # SPECVIZ_DRAFT_BF16: a large draft in bfloat16 on a bf16-capable CPU (default 1)
+    threads: int = 0                  # SPECVIZ_THREADS: torch's intra-op threads while serving (0: every core but one)
+    quiet_wait_ms: int = 600          # SPECVIZ_QUIET_WAIT_MS: the most a timed CPU step waits for a quiet machine (0: never)
 
     @classmethod
     def from_environ(cls, environ=None) -> "Deployment":
@@ -108,6 +110,8 @@ class Deployment:
             session_capacity=_count(env, "SPECVIZ_SESSION_CAPACITY", "1000", 10, 1_000_000),
             cuda_graphs=_flag(env, "SPECVIZ_CUDA_GRAPHS") is not False,
             draft_bf16=_flag(env, "SPECVIZ_DRAFT_BF16") is not False,
+            threads=_count(env, "SPECVIZ_THREADS", "0", 0, 1024),
+            quiet_wait_ms=_count(env, "SPECVIZ_QUIET_WAIT_MS", "600", 0, 10_000),
         )
 
 

@@ -16,6 +16,21 @@ Long because it is a table: three dicts of the same keys, side by side for a tra
 from __future__ import annotations
 
 EN = {
+    # the race (#race): both sides decoded alone, replayed on one clock
+    "race.empty": ("<b>Race</b> decodes the prompt to the end twice, target-only and speculative, each alone on the "
+                   "machine, and replays both at their measured speed side by side."),
+    "race.caption": ("Each side ran alone ({first}; {device}); replayed here at its measured speed. The clocks "
+                     "start after the prompt is read. Same law, different random draws: at temperature 0 both "
+                     "write the same text."),
+    "race.first_target_only": "target-only first",
+    "race.first_speculative": "speculative first",
+    "race.passes": "{n} target passes",
+    "race.passes_spec": "{n} target passes + {d} draft passes",
+    "race.result": ("target-only {base} s for {n_base} tokens · speculative {spec} s for {n_spec} tokens · "
+                    "<b>×{s}</b> tokens per second"),
+    "race.replay": "Replay",
+    "race.replay_slow": "Replay at 1/10 speed",
+    "btn.race": "Race",
     # step figures
     "fig.target_x": "target {t}(x)",
     "fig.draft_x": "draft {d}(x)",
@@ -267,6 +282,16 @@ EN = {
 }
 
 ZH = {
+    "race.empty": "<b>竞速</b>：把提示词分别用仅目标模型和推测解码生成到结束，每一方单独占用机器，再按实测速度并排回放。",
+    "race.caption": "每一方单独运行（{first}；{device}），此处按其实测速度回放。计时从读完提示词之后开始。两者分布相同、随机抽样不同：温度为 0 时两者生成相同的文本。",
+    "race.first_target_only": "仅目标模型先运行",
+    "race.first_speculative": "推测解码先运行",
+    "race.passes": "目标模型前向 {n} 次",
+    "race.passes_spec": "目标模型前向 {n} 次 + 草稿模型前向 {d} 次",
+    "race.result": "仅目标模型 {base} 秒生成 {n_base} 个 token · 推测解码 {spec} 秒生成 {n_spec} 个 token · 每秒 token 数 <b>×{s}</b>",
+    "race.replay": "重播",
+    "race.replay_slow": "以 1/10 速度重播",
+    "btn.race": "竞速",
     "fig.target_x": "目标模型 {t}(x)",
     "fig.draft_x": "草稿模型 {d}(x)",
     "fig.target": "目标模型 {t}",
@@ -499,6 +524,16 @@ ZH = {
 }
 
 JA = {
+    "race.empty": "<b>レース</b>：プロンプトの続きをターゲットのみと投機的デコーディングでそれぞれ最後まで生成し（各側が単独でマシンを使用）、実測の速さで並べて再生します。",
+    "race.caption": "各側は単独で実行されました（{first}；{device}）。ここでは実測の速さで再生しています。時計はプロンプトを読み終えた後から始まります。分布は同じで乱数の引き方が違います：温度 0 では両者は同じテキストを書きます。",
+    "race.first_target_only": "ターゲットのみが先",
+    "race.first_speculative": "投機的デコーディングが先",
+    "race.passes": "ターゲットの順伝播 {n} 回",
+    "race.passes_spec": "ターゲットの順伝播 {n} 回 + ドラフトの順伝播 {d} 回",
+    "race.result": "ターゲットのみ {base} 秒で {n_base} トークン · 投機的 {spec} 秒で {n_spec} トークン · 毎秒トークン数 <b>×{s}</b>",
+    "race.replay": "再生し直す",
+    "race.replay_slow": "1/10 の速さで再生",
+    "btn.race": "レース",
     "fig.target_x": "ターゲット {t}(x)",
     "fig.draft_x": "ドラフト {d}(x)",
     "fig.target": "ターゲット {t}",

@@ -38,6 +38,7 @@ class Session:
         self.owner: str | None = None        # the client's session id, once an event named it
         self.notice = ""                     # said with the next Step (e.g. that an earlier run expired)
         self.export_dir: str | None = None   # this session's one export folder (JSON + CSV), replaced by the next
+        self.races = 0                       # races run: which side goes first alternates
 
     def __deepcopy__(self, memo):  # gr.State deep-copies its initial value for each tab: a fresh session
         return Session()

@@ -235,7 +235,7 @@ def run_bench(preset=None, draft=None, target=None, device=None, gamma=4, quick=
         "draft_ms": round(draft_ms, 3), "target_ms": round(target_ms, 3), "target_verify_ms": round(verify_ms, 3),
         "cost_ratio_c": round(m["cost_ratio_c"], 3),
         "cost_ratio_c_isolated": round(draft_ms / target_ms, 3),
-        "predicted_speedup_thm38": round(m["predicted_speedup_thm38"], 3),
+        "predicted_speedup_thm38": round(m["predicted_speedup_thm38"], 3), "best_gamma": m["best_gamma"],
         "predicted_speedup_cost_model": round(m["tokens_per_target_call"] * target_ms / (gamma * draft_ms + verify_ms), 3),
         # what the engine's CPU choices saved, timed beside the figures above: null where it made none
         "target_ms_plain_layers": _rounded(plain_ms[0]), "target_verify_ms_plain_layers": _rounded(plain_ms[1]),

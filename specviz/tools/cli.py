@@ -90,9 +90,25 @@ def _whole_list(flag: str, text: str) -> list[int]:
         raise ValueError(f"{flag} must be a comma-separated list of whole numbers, not {text!r}") from None
 
 
+def _threads(text: str) -> int:
+    """--threads: torch's intra-op threads for the whole command."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if not 1 <= value <= 1024:
+        raise argparse.ArgumentTypeError(f"--threads must be a whole number in 1..1024, not {text!r}")
+    return value
+
+
 def cmd_bench(args) -> int:
     from .bench import run_bench, run_drafts_bench
     from .preset_cost import run_preset_cost
+
+    if args.threads is not None:  # e.g. the page's own count (every core but one), to compare with its counters
+        import torch
+
+        torch.set_num_threads(args.threads)
 
     if args.drafts is not None:
         result = run_drafts_bench(preset=args.preset, draft=args.draft, target=args.target, device=args.device,
@@ -202,6 +218,8 @@ def main(argv=None) -> int:
     bench = sub.add_parser("bench", help="speculative vs target-only vs transformers' assisted generation")
     _add_decoding_args(bench)
     bench.add_argument("--quick", action="store_true", help="a run of under a minute on a 2-core CPU")
+    bench.add_argument("--threads", type=_threads, default=None,
+                       help="torch's intra-op threads (default: torch's, every core; the app serves with one fewer)")
     bench.add_argument("--drafts", default=None, help="e.g. 1,2,4: several drafts at once, each k against target-only")
     bench.add_argument("--gammas", default="2,4", help="with --drafts: the gammas to run each k at (default 2,4)")
     bench.add_argument("--json", action="store_true")
