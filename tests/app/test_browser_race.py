@@ -1,0 +1,59 @@
+"""The race in a real browser: #race-btn decodes both sides, the page replays them on one clock."""
+from __future__ import annotations
+
+import pytest
+
+from tests.app.test_browser import TIMEOUT, app_url, browser, open_page, served  # noqa: F401
+
+playwright = pytest.importorskip("playwright.sync_api")
+from playwright.sync_api import expect  # noqa: E402
+
+SHOWN = "(side) => document.querySelectorAll(`#race [data-side=${side}] .race-tok.shown`).length"
+TOTAL = "(side) => document.querySelectorAll(`#race [data-side=${side}] .race-tok`).length"
+
+
+def test_the_race_replays_both_lanes_to_their_measured_ends(browser, app_url):  # noqa: F811
+    context, page = open_page(browser, app_url, 1280, 720)
+    try:
+        page.locator("#race-btn").click()
+        expect(page.locator("#race .race-lane")).to_have_count(2, timeout=TIMEOUT)
+        for side in ("target_only", "speculative"):  # the default run: 80 tokens each
+            page.wait_for_function(f"() => ({SHOWN})('{side}') === ({TOTAL})('{side}') && ({TOTAL})('{side}') == 80",
+                                   timeout=TIMEOUT)
+            lane = page.locator(f"#race [data-side={side}]")
+            total_ms = float(lane.get_attribute("data-total-ms"))
+            expect(lane.locator(".race-clock")).to_have_text(f"{total_ms / 1000:.2f} s", timeout=TIMEOUT)
+        kinds = page.locator("#race [data-side=speculative] .race-tok").evaluate_all(
+            "(els) => els.map((e) => e.classList[1])")
+        assert set(kinds) <= {"accepted", "resampled", "bonus"} and "accepted" in kinds
+    finally:
+        context.close()
+
+
+def test_replay_hides_the_tokens_and_shows_them_again(browser, app_url):  # noqa: F811
+    context, page = open_page(browser, app_url, 1280, 720)
+    try:
+        page.locator("#race-btn").click()
+        expect(page.locator("#race .race-replay").first).to_be_visible(timeout=TIMEOUT)
+        page.wait_for_function(f"() => ({SHOWN})('target_only') === 80", timeout=TIMEOUT)
+        page.locator("#race .race-replay[data-slow='10']").click()  # a tenth of the speed: the lane restarts
+        page.wait_for_function(f"() => ({SHOWN})('target_only') < 80", timeout=TIMEOUT)
+        page.wait_for_function(f"() => ({SHOWN})('target_only') === 80", timeout=60_000)
+    finally:
+        context.close()
+
+
+def test_the_side_that_goes_first_alternates_between_a_tabs_races(browser, app_url):  # noqa: F811
+    context, page = open_page(browser, app_url, 1280, 720)
+    try:
+        firsts = []
+        for _ in range(2):
+            page.locator("#race-btn").click()
+            page.wait_for_function("(n) => document.querySelectorAll('#race .race[data-played]').length === 1 && "
+                                   "document.querySelector('#race .race').dataset.race !== n",
+                                   arg=firsts[-1][1] if firsts else "", timeout=TIMEOUT)
+            caption = page.locator("#race .race-caption").inner_text()
+            firsts.append(("speculative first" in caption, page.locator("#race .race").get_attribute("data-race")))
+        assert firsts[0][0] != firsts[1][0]
+    finally:
+        context.close()
