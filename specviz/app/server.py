@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import gradio as gr
@@ -38,7 +39,7 @@ def launch(demo: gr.Blocks | None = None, **kwargs):
     try:  # load the default pair before the first visitor arrives; a failure shows on the first Step
         load_pair(default_preset())
     except ModelLoadError as err:
-        print(f"warning: {err}")
+        print(f"warning: {err}", file=sys.stderr)
     demo = demo or build_app()
     # 'auto' messages every queued visitor after every event: with 30 queued on 2 cores that cost
     # throughput (loadtest: 92-97% of the 2-session rate, against 98-99% with 1 s)

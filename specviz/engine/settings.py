@@ -77,6 +77,7 @@ class Deployment:
     cuda_graphs: bool = True          # SPECVIZ_CUDA_GRAPHS: static KV cache + CUDA graphs on a CUDA device (default 1)
     draft_bf16: bool = True           # SPECVIZ_DRAFT_BF16: a large draft in bfloat16 on a bf16-capable CPU (default 1)
     threads: int = 0                  # SPECVIZ_THREADS: torch's intra-op threads while serving (0: every core but one)
+    cache: str = ""                   # SPECVIZ_CACHE: where derived model files go (default ~/.cache/specviz)
     quiet_wait_ms: int = 600          # SPECVIZ_QUIET_WAIT_MS: the most a timed CPU step waits for a quiet machine (0: never)
 
     @classmethod
@@ -112,6 +113,7 @@ class Deployment:
             draft_bf16=_flag(env, "SPECVIZ_DRAFT_BF16") is not False,
             threads=_count(env, "SPECVIZ_THREADS", "0", 0, 1024),
             quiet_wait_ms=_count(env, "SPECVIZ_QUIET_WAIT_MS", "600", 0, 10_000),
+            cache=env.get("SPECVIZ_CACHE", ""),
         )
 
 

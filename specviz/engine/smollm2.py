@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import json
+import sys
 import os
 import time
 from pathlib import Path
@@ -40,7 +41,9 @@ def gguf_folder() -> Path | None:
 
 
 def cache_folder() -> Path:
-    root = os.environ.get("SPECVIZ_CACHE") or Path.home() / ".cache" / "specviz"
+    from .settings import current
+
+    root = current().cache or Path.home() / ".cache" / "specviz"
     return Path(root) / "smollm2-135m-instruct"
 
 
@@ -48,9 +51,14 @@ def _complete(folder: Path) -> bool:
     return all((folder / name).exists() for name in ("config.json", "model.safetensors", "tokenizer.json"))
 
 
-def target_folder(log=print) -> str:
+def _to_stderr(message: str) -> None:
+    print(message, file=sys.stderr)
+
+
+def target_folder(log=_to_stderr) -> str:
     """A folder `from_pretrained` loads SmolLM2-135M-Instruct from: the cache, written from the GGUF
-    on first use. Without the package, the hub id (the same weights, unquantised)."""
+    on first use. Without the package, the hub id (the same weights, unquantised). What it logs goes to
+    stderr: a command's stdout is its product (`generate --json` is parsed)."""
     cache = cache_folder()
     if _complete(cache):
         return str(cache)
