@@ -215,9 +215,12 @@ def _admit(key: tuple, pair) -> None:
 
 def free_memory(device: torch.device) -> int:
     """Bytes the device can still take: free GPU memory, or on the host the smaller of MemAvailable and
-    what the cgroup (a Space's container) still allows."""
+    what the cgroup (a Space's container) still allows. On a GPU the driver counts the blocks torch's
+    allocator keeps cached (reserved, not allocated: dropped runs' caches, say) as used; this process can
+    reuse them, so they count as free."""
     if device.type == "cuda":
-        return int(torch.cuda.mem_get_info(device)[0])
+        cached = torch.cuda.memory_reserved(device) - torch.cuda.memory_allocated(device)
+        return int(torch.cuda.mem_get_info(device)[0]) + int(cached)
     free = None
     try:
         for line in Path("/proc/meminfo").read_text().splitlines():

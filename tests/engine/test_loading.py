@@ -208,3 +208,19 @@ def test_a_slow_load_fails_in_time_and_is_cached_when_it_ends(monkeypatch):
     done = loading.load_pair(slowpoke, device="cpu")
     assert done.name == "slowpoke" and made == ["slowpoke"]
     loading._CACHE.pop(loading.pair_key(slowpoke, torch.device("cpu"), torch.float32))
+
+
+def test_the_size_check_on_a_gpu_counts_the_allocators_cached_blocks_as_free(monkeypatch):
+    """A fake GPU: the driver reports 4 MiB free, and torch's allocator holds 40 MiB reserved of which 4 MiB
+    are allocated (36 MiB of cached blocks, e.g. a dropped run's KV caches). The bundled pair (17.9 MiB in
+    fp32, x 1.2 headroom) fits in the 40 MiB this process can use, and not in 4 MiB."""
+    mib = 1 << 20
+    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda device=None: (4 * mib, 80 * mib))
+    monkeypatch.setattr(torch.cuda, "memory_reserved", lambda device=None: 40 * mib)
+    monkeypatch.setattr(torch.cuda, "memory_allocated", lambda device=None: 4 * mib)
+    cuda = torch.device("cuda")
+    assert loading.free_memory(cuda) == 40 * mib
+    loading.check_fits(presets.pair_ref("shakespeare"), cuda, torch.float32)
+    monkeypatch.setattr(torch.cuda, "memory_reserved", lambda device=None: 4 * mib)
+    with pytest.raises(presets.ModelLoadError, match=r"has 0\.0 GB free"):
+        loading.check_fits(presets.pair_ref("shakespeare"), cuda, torch.float32)
