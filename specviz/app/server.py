@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import gradio as gr
@@ -9,6 +10,7 @@ import gradio as gr
 from ..engine.loading import load_pair
 from ..engine.presets import ModelLoadError, default_preset
 from ..engine.settings import current as current_deployment
+from ..engine.zerogpu import load_offered_pairs
 from ..present.palette import css_variables
 from .gradio_internals import protect_sessions
 from .handlers import QUEUE_STATUS_S, session_worth
@@ -33,10 +35,11 @@ def launch(demo: gr.Blocks | None = None, **kwargs):
     """Load the default pair, build the page, serve it; returns gradio's (app, local_url, share_url)."""
     os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
     _record_exposure(kwargs)
-    try:  # load the default pair before the first visitor arrives; a failure shows on the first Step
-        load_pair(default_preset())
+    try:  # load the default pair (ZeroGPU: every offered one) on this thread, before the first visitor arrives;
+        # a failure shows on the first Step
+        load_offered_pairs() or load_pair(default_preset())
     except ModelLoadError as err:
-        print(f"warning: {err}")
+        print(f"warning: {err}", file=sys.stderr)
     demo = demo or build_app()
     # 'auto' messages every queued visitor after every event: with 30 queued on 2 cores that cost
     # throughput (loadtest: 92-97% of the 2-session rate, against 98-99% with 1 s)

@@ -139,9 +139,11 @@ def load_pair(preset: str | Preset | None = None, *, draft: str | None = None, t
     """Load (once per process; all sessions share the read-only copy) a draft/target pair.
 
     1. A pair in the cache, or still alive elsewhere (a step in flight), is handed out as it is.
-    2. Else one load per key runs in a thread of its own; a caller waits at most `timeout` seconds (the
-       app passes SPECVIZ_LOAD_TIMEOUT_S; None: as long as it takes). A slow load goes on and is cached
-       when it ends; a caller that stops waiting gets a message, not a hang.
+    2. Else one load per key runs: with a `timeout` (the app's steps pass SPECVIZ_LOAD_TIMEOUT_S) in a thread
+       of its own, the caller waiting at most that long; a slow load goes on and is cached when it ends, and
+       a caller that stops waiting gets a message, not a hang. With none (startup, the command line) in the
+       caller's own thread: ZeroGPU's CUDA emulation holds only on the thread that imported `spaces`, so
+       its startup loads to 'cuda' on the main thread.
     3. The load checks the pair's size, from its configs, against the device's free memory before any
        weight is read, and enters the cache only once it succeeded: a failed load changes nothing.
     4. Then the least recently used pairs beyond SPECVIZ_MAX_PAIRS per device leave the cache, and
@@ -164,7 +166,9 @@ def load_pair(preset: str | Preset | None = None, *, draft: str | None = None, t
     if pair is not None:
         _admit(key, pair)
         return pair
-    if start:                                                           # 2.
+    if start and timeout is None:                                       # 2.
+        _load_into(future, key, spec, dev, dt)
+    elif start:
         threading.Thread(target=_load_into, args=(future, key, spec, dev, dt), daemon=True,
                          name=f"specviz-load-{spec.name}").start()
     try:

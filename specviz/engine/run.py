@@ -76,6 +76,7 @@ def _decoders(pair: ModelPair, settings: RunSettings, state: RunState | None):
             TargetOnlyDecoder(pair, settings.prompt, settings.config, resume=base_state))
 
 
+@zerogpu.on_gpu(duration=zerogpu.STEP_GPU_SECONDS)
 def stateless_step(settings: RunSettings, state: RunState | None) -> tuple[RunState, StepTrace]:
     """One step from plain data to plain data: decoders rebuilt from `state` (their KV caches
     recomputed from the token ids), stepped, and exported. Runs inside spaces.GPU on ZeroGPU."""
@@ -213,7 +214,7 @@ class ComparedRun:
             if self.finished:
                 raise DecodingFinished("generation has finished: press Reset (or change a setting) to start again")
             if self.stateless:
-                self._state, trace = zerogpu.on_gpu(stateless_step)(self.settings, self._state)
+                self._state, trace = stateless_step(self.settings, self._state)
             else:
                 if self.spec is None:
                     self._wake()

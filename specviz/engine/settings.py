@@ -76,6 +76,7 @@ class Deployment:
     session_capacity: int = 1000      # SPECVIZ_SESSION_CAPACITY: sessions gradio keeps (default 1000)
     cuda_graphs: bool = True          # SPECVIZ_CUDA_GRAPHS: static KV cache + CUDA graphs on a CUDA device (default 1)
     draft_bf16: bool = True           # SPECVIZ_DRAFT_BF16: a large draft in bfloat16 on a bf16-capable CPU (default 1)
+    zero_gpu: bool = False            # SPACES_ZERO_GPU: on ZeroGPU (every offered pair loads at startup)
 
     @classmethod
     def from_environ(cls, environ=None) -> "Deployment":
@@ -92,14 +93,21 @@ class Deployment:
             offered = (preset,)
         elif offered is not None and preset not in offered:
             offered = (preset, *offered)  # the page's default pair is always offered
+        zero_gpu = bool(_flag(env, "SPACES_ZERO_GPU"))
+        # on ZeroGPU every offered pair is loaded at startup and packed for the GPU worker: all must stay cached
+        resident = len(offered) if offered is not None else 16  # unset SPECVIZ_PRESETS on a local server: all
+        max_pairs = _count(env, "SPECVIZ_MAX_PAIRS", str(resident if zero_gpu else 1), 1, 16)
+        if zero_gpu and offered is not None and max_pairs < resident:
+            raise ValueError(f"SPECVIZ_MAX_PAIRS={max_pairs} is fewer than the {resident} offered presets; on ZeroGPU "
+                             "every offered pair stays loaded: raise it or offer fewer (SPECVIZ_PRESETS)")
         return cls(
             preset=preset,
             allow_custom_models=custom,
             max_custom_params=_count(env, "SPECVIZ_MAX_CUSTOM_PARAMS", "4e9", 1, 1e13),
-            max_pairs=_count(env, "SPECVIZ_MAX_PAIRS", "1", 1, 16),
+            max_pairs=max_pairs,
             warm_runs=_count(env, "SPECVIZ_WARM_RUNS", "32", 1, 10_000),
             concurrency=_count(env, "SPECVIZ_CONCURRENCY", "2", 1, 64),
-            stateless_steps=bool(_flag(env, "SPACES_ZERO_GPU") or _flag(env, "SPECVIZ_STATELESS_STEPS")),
+            stateless_steps=zero_gpu or bool(_flag(env, "SPECVIZ_STATELESS_STEPS")),
             on_space=on_space,
             exposed=exposed,
             offered_presets=offered,
@@ -108,6 +116,7 @@ class Deployment:
             session_capacity=_count(env, "SPECVIZ_SESSION_CAPACITY", "1000", 10, 1_000_000),
             cuda_graphs=_flag(env, "SPECVIZ_CUDA_GRAPHS") is not False,
             draft_bf16=_flag(env, "SPECVIZ_DRAFT_BF16") is not False,
+            zero_gpu=zero_gpu,
         )
 
 
