@@ -10,6 +10,7 @@ from __future__ import annotations
 import gc
 import os
 import pickle
+import sys
 import threading
 import weakref
 from collections import OrderedDict
@@ -24,6 +25,7 @@ import torch
 from . import settings, smollm2
 from .cpu_linear import use_rows_first_linears
 from .draft_precision import convert_draft, draft_dtype
+from .half_precision import overflowing_roles
 from .presets import (PRESETS, ModelLoadError, Preset, canonical, estimated_params, hub_options, is_folder_name,
                       pair_ref, pickle_checkpoint, read_config, scrub_paths, shown)
 
@@ -74,6 +76,7 @@ class ModelPair:
     context_window: int = field(default=0)
     ref: Preset | None = None  # what load_pair was asked for: load_pair(pair.ref, device=pair.device) is this pair
     draft_dtype: torch.dtype | None = None  # what the draft computes in: dtype, or bfloat16 (draft_precision.py)
+    dtype_note: str = ""       # why dtype is not the one asked for (float16 that overflowed: half_precision.py)
     __hash__ = object.__hash__  # identity: pairs are compared and weakly referenced as objects
 
     def encode(self, prompt: str) -> list[int]:
@@ -182,7 +185,7 @@ def load_pair(preset: str | Preset | None = None, *, draft: str | None = None, t
 def _load_into(future: Future, key: tuple, spec: Preset, device: torch.device, dtype: torch.dtype) -> None:
     try:
         check_fits(spec, device, dtype)                                 # 3.
-        pair = _load(spec, device, dtype)
+        pair = _load_checked(spec, device, dtype)
     except BaseException as err:  # noqa: BLE001 - handed to the waiting callers
         with _CACHE_LOCK:
             _PENDING.pop(key, None)
@@ -325,6 +328,32 @@ def _load(spec: Preset, device: torch.device, dtype: torch.dtype) -> ModelPair:
     return ModelPair(draft=draft, target=target, tokenizer=target_tok, vocab_size=vocab, device=device, dtype=dtype,
                      name=spec.name, chat=spec.chat, examples=spec.examples, context_window=window, ref=spec,
                      draft_dtype=own_dtype)
+
+
+def _load_checked(spec: Preset, device: torch.device, dtype: torch.dtype) -> ModelPair:
+    """`_load`, and a float16 pair whose logits overflow (half_precision.py) loaded again in float32 where
+    it fits, else refused; the message says which. Not on ZeroGPU: no CUDA work runs outside spaces.GPU
+    there, and its GPUs compute in bfloat16."""
+    pair = _load(spec, device, dtype)
+    if dtype != torch.float16 or settings.current().zero_gpu:
+        return pair
+    bad = overflowing_roles(pair)
+    if not bad:
+        return pair
+    del pair
+    gc.collect()
+    if device.type == "cuda":
+        torch.cuda.empty_cache()
+    name = spec.name if spec.name in PRESETS else f"{shown(spec.draft)} -> {shown(spec.target)}"
+    why = f"the {' and '.join(bad)} model's float16 logits are not finite (NaN or inf: float16 overflows)"
+    try:
+        check_fits(spec, device, torch.float32)
+    except ModelLoadError as err:
+        raise ModelLoadError(f"the pair {name!r} cannot run on {device}: {why}, and in float32 {err}") from None
+    pair = _load(spec, device, torch.float32)
+    pair.dtype_note = f"{why}; loaded in float32 instead"
+    print(f"warning: the pair {name!r}: {pair.dtype_note}", file=sys.stderr)
+    return pair
 
 
 def _context_window(model) -> int:
