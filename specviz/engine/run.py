@@ -152,7 +152,8 @@ class ComparedRun:
         if not self.stateless:  # load and prefill now: a bad prompt or pair fails before the first step
             pair = settings.load()
             self.spec, self.base = _decoders(pair, settings, None)
-            self.device = str(pair.device) + (" · CUDA graphs" if self.spec.cache_kind == "cuda graphs" else "")
+            kind = self.spec.cache_kind  # both models': "draft: static, target: cuda graphs" when they differ
+            self.device = str(pair.device) + {"dynamic": "", "cuda graphs": " · CUDA graphs"}.get(kind, f" · {kind}")
             self._warm.touch(self)
         else:  # the worker tokenises and prefills; a bad prompt still fails here, before any GPU time
             check_prompt(settings.prompt)
