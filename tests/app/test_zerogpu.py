@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 STANDIN = Path(__file__).resolve().parent / "zerogpu_standin"
 
@@ -52,3 +54,15 @@ def test_a_load_on_another_thread_cannot_reach_the_emulated_gpu(tmp_path):
             "    print('refused:', type(err).__name__)\nelse:\n    print('loaded')\n")
     done, _ = run_on_standin(code, tmp_path)
     assert "refused:" in done.stdout, done.stdout + done.stderr[-2000:]
+
+
+def test_on_zerogpu_every_offered_pair_stays_loaded():
+    """Each offered pair is packed for the GPU workers at startup, so the pair cache keeps them all."""
+    from specviz.engine.settings import Deployment
+
+    space = {"SPACES_ZERO_GPU": "true", "SPACE_ID": "a/b", "SPECVIZ_PRESETS": "gpt2,pythia"}
+    deployment = Deployment.from_environ(space)
+    assert deployment.zero_gpu and deployment.stateless_steps and deployment.max_pairs == 3  # shakespeare too
+    with pytest.raises(ValueError, match="SPECVIZ_MAX_PAIRS=2 is fewer than the 3 offered presets"):
+        Deployment.from_environ({**space, "SPECVIZ_MAX_PAIRS": "2"})
+    assert Deployment.from_environ({"SPECVIZ_STATELESS_STEPS": "1"}).max_pairs == 1
