@@ -1,4 +1,5 @@
 """specviz: speculative decoding, step by step. `python app.py` (Hugging Face Spaces runs this file)."""
+import spaces  # noqa: F401, I001 - first: on ZeroGPU it patches torch before anything touches CUDA (a no-op elsewhere)
 import sys
 
 from specviz.engine.settings import current as current_deployment

@@ -11,7 +11,7 @@ from collections import OrderedDict
 from ..core.notation import letters, notation_key
 from ..engine.decoders import DecodingFinished
 from ..engine.presets import ModelLoadError, scrub_paths
-from ..engine.race import race
+from ..engine.race import run_race
 from ..present.errors import localize
 from ..present.i18n import tr
 from ..present.race import race_html
@@ -120,7 +120,7 @@ def race_handler(session, *knobs, lang: str = "en"):
     """Race: the page's settings decoded to the end by each side alone, the first side alternating per tab;
     returns (session, the race's HTML or None to keep what is shown, status)."""
     try:
-        shown = race_html(race(settings_from(*knobs), speculative_first=session.races % 2 == 0), lang)
+        shown = race_html(run_race(settings_from(*knobs), speculative_first=session.races % 2 == 0), lang)
     except (ValueError, ModelLoadError, RuntimeError) as err:
         return session, None, _failure(err, lang)
     session.races += 1

@@ -11,6 +11,7 @@ from ..engine.loading import load_pair
 from ..engine.presets import ModelLoadError, default_preset
 from ..engine.settings import current as current_deployment
 from ..engine.threads import use_serving_threads
+from ..engine.zerogpu import load_offered_pairs
 from ..present.palette import css_variables
 from .gradio_internals import protect_sessions
 from .handlers import QUEUE_STATUS_S, session_worth
@@ -36,8 +37,9 @@ def launch(demo: gr.Blocks | None = None, **kwargs):
     os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
     _record_exposure(kwargs)
     use_serving_threads()  # one core stays free for the web server and the browser: timings stay fair
-    try:  # load the default pair before the first visitor arrives; a failure shows on the first Step
-        load_pair(default_preset())
+    try:  # load the default pair (ZeroGPU: every offered one) on this thread, before the first visitor arrives;
+        # a failure shows on the first Step
+        load_offered_pairs() or load_pair(default_preset())
     except ModelLoadError as err:
         print(f"warning: {err}", file=sys.stderr)
     demo = demo or build_app()

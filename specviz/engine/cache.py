@@ -16,6 +16,7 @@ import copy
 
 import torch
 
+from .lm_forward import logits_and_hidden
 from .static_cache import StaticKV
 
 
@@ -55,12 +56,9 @@ class CachedModel:
         if not self.keep_features:
             return self.model(input_ids=ids, attention_mask=mask, past_key_values=self.cache, use_cache=True,
                               logits_to_keep=keep)
-        # the base model's last hidden state, then the head on the last `keep` positions, as the causal LM's
-        # own forward does; not output_hidden_states, which would hold every layer's states for a long prompt
-        out = self.model.base_model(input_ids=ids, attention_mask=mask, past_key_values=self.cache, use_cache=True)
-        hidden = out.last_hidden_state                                            # [k, n, H]
-        logits = self.model.get_output_embeddings()(hidden[:, -keep:] if keep else hidden)
-        return _Output(logits=logits, past_key_values=out.past_key_values, hidden_states=(hidden,))
+        logits, hidden, past = logits_and_hidden(self.model, keep, input_ids=ids, attention_mask=mask,
+                                                 past_key_values=self.cache)      # [k, keep, V], [k, n, H]
+        return _Output(logits=logits, past_key_values=past, hidden_states=(hidden,))
 
     def _advance(self, out, n: int) -> None:
         self.cache = out.past_key_values

@@ -118,7 +118,7 @@ class _Decoder:
                                   **self.cache_options)
         self.prefill_s = self._prefill(self.target)
         self.capture_s = self.target.capture(self._target_sizes())
-        self._note_graph_error(self.target)
+        self._note_graph_error("target", self.target)
 
     def _cache_options(self, static_cache: bool | None) -> dict:
         """Which KV cache: static (one fixed buffer; CUDA graphs on CUDA) or dynamic. None decides by
@@ -144,17 +144,26 @@ class _Decoder:
         """How many new tokens the target's forwards take after the prefill (what is captured)."""
         return [1]
 
-    def _note_graph_error(self, model: CachedModel) -> None:
+    def _note_graph_error(self, role: str, model: CachedModel) -> None:
         if model.static is not None and model.static.graph_error:
-            self.graphs_off = model.static.graph_error
+            self.graphs_off = "; ".join(filter(None, (self.graphs_off, f"{role}: {model.static.graph_error}")))
+
+    @property
+    def cache_kinds(self) -> dict[str, str]:
+        """How each model runs, 'cuda graphs', 'static' or 'dynamic': {'draft': ..., 'target': ...} (the
+        baseline: target only). A failed capture leaves one model eager while the other replays graphs."""
+        models = {"draft": getattr(self, "draft", None), "target": self.target}
+        return {role: ("dynamic" if m.static is None else "cuda graphs" if m.static.captured else "static")
+                for role, m in models.items() if m is not None}
 
     @property
     def cache_kind(self) -> str:
-        """'cuda graphs', 'static' or 'dynamic': how this decoder's target runs (for reports)."""
-        static = self.target.static
-        if static is None:
-            return "dynamic"
-        return "cuda graphs" if static.captured else "static"
+        """One word where every model runs alike ('cuda graphs', 'static', 'dynamic'), else each model's,
+        e.g. 'draft: static, target: cuda graphs' (for reports)."""
+        kinds = self.cache_kinds
+        if len(set(kinds.values())) == 1:
+            return next(iter(kinds.values()))
+        return ", ".join(f"{role}: {kind}" for role, kind in kinds.items())
 
     def _needs_target_features(self) -> bool:
         return False  # only a draft that reads the target's hidden states needs them kept
@@ -265,7 +274,7 @@ class SpeculativeDecoder(_Decoder):
         # tokens accepted in the last round, recomputed from the target's features, and the pending one
         gamma = self.config.gamma
         self.capture_s += self.draft.capture(range(1, gamma + 2) if reads_features(pair.draft) else [1, 2])
-        self._note_graph_error(self.draft)
+        self._note_graph_error("draft", self.draft)
 
     def _target_sizes(self) -> list[int]:
         return [self.config.gamma + 1]  # every verify: the pending token and gamma drafts

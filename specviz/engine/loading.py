@@ -10,6 +10,7 @@ from __future__ import annotations
 import gc
 import os
 import pickle
+import sys
 import threading
 import weakref
 from collections import OrderedDict
@@ -24,6 +25,7 @@ import torch
 from . import settings, smollm2
 from .cpu_linear import use_rows_first_linears
 from .draft_precision import convert_draft, draft_dtype
+from .half_precision import overflowing_roles
 from .presets import (PRESETS, ModelLoadError, Preset, canonical, estimated_params, hub_options, is_folder_name,
                       pair_ref, pickle_checkpoint, read_config, scrub_paths, shown)
 
@@ -74,6 +76,7 @@ class ModelPair:
     context_window: int = field(default=0)
     ref: Preset | None = None  # what load_pair was asked for: load_pair(pair.ref, device=pair.device) is this pair
     draft_dtype: torch.dtype | None = None  # what the draft computes in: dtype, or bfloat16 (draft_precision.py)
+    dtype_note: str = ""       # why dtype is not the one asked for (float16 that overflowed: half_precision.py)
     __hash__ = object.__hash__  # identity: pairs are compared and weakly referenced as objects
 
     def encode(self, prompt: str) -> list[int]:
@@ -139,9 +142,11 @@ def load_pair(preset: str | Preset | None = None, *, draft: str | None = None, t
     """Load (once per process; all sessions share the read-only copy) a draft/target pair.
 
     1. A pair in the cache, or still alive elsewhere (a step in flight), is handed out as it is.
-    2. Else one load per key runs in a thread of its own; a caller waits at most `timeout` seconds (the
-       app passes SPECVIZ_LOAD_TIMEOUT_S; None: as long as it takes). A slow load goes on and is cached
-       when it ends; a caller that stops waiting gets a message, not a hang.
+    2. Else one load per key runs: with a `timeout` (the app's steps pass SPECVIZ_LOAD_TIMEOUT_S) in a thread
+       of its own, the caller waiting at most that long; a slow load goes on and is cached when it ends, and
+       a caller that stops waiting gets a message, not a hang. With none (startup, the command line) in the
+       caller's own thread: ZeroGPU's CUDA emulation holds only on the thread that imported `spaces`, so
+       its startup loads to 'cuda' on the main thread.
     3. The load checks the pair's size, from its configs, against the device's free memory before any
        weight is read, and enters the cache only once it succeeded: a failed load changes nothing.
     4. Then the least recently used pairs beyond SPECVIZ_MAX_PAIRS per device leave the cache, and
@@ -164,7 +169,9 @@ def load_pair(preset: str | Preset | None = None, *, draft: str | None = None, t
     if pair is not None:
         _admit(key, pair)
         return pair
-    if start:                                                           # 2.
+    if start and timeout is None:                                       # 2.
+        _load_into(future, key, spec, dev, dt)
+    elif start:
         threading.Thread(target=_load_into, args=(future, key, spec, dev, dt), daemon=True,
                          name=f"specviz-load-{spec.name}").start()
     try:
@@ -178,7 +185,7 @@ def load_pair(preset: str | Preset | None = None, *, draft: str | None = None, t
 def _load_into(future: Future, key: tuple, spec: Preset, device: torch.device, dtype: torch.dtype) -> None:
     try:
         check_fits(spec, device, dtype)                                 # 3.
-        pair = _load(spec, device, dtype)
+        pair = _load_checked(spec, device, dtype)
     except BaseException as err:  # noqa: BLE001 - handed to the waiting callers
         with _CACHE_LOCK:
             _PENDING.pop(key, None)
@@ -215,9 +222,12 @@ def _admit(key: tuple, pair) -> None:
 
 def free_memory(device: torch.device) -> int:
     """Bytes the device can still take: free GPU memory, or on the host the smaller of MemAvailable and
-    what the cgroup (a Space's container) still allows."""
+    what the cgroup (a Space's container) still allows. On a GPU the driver counts the blocks torch's
+    allocator keeps cached (reserved, not allocated: dropped runs' caches, say) as used; this process can
+    reuse them, so they count as free."""
     if device.type == "cuda":
-        return int(torch.cuda.mem_get_info(device)[0])
+        cached = torch.cuda.memory_reserved(device) - torch.cuda.memory_allocated(device)
+        return int(torch.cuda.mem_get_info(device)[0]) + int(cached)
     free = None
     try:
         for line in Path("/proc/meminfo").read_text().splitlines():
@@ -318,6 +328,32 @@ def _load(spec: Preset, device: torch.device, dtype: torch.dtype) -> ModelPair:
     return ModelPair(draft=draft, target=target, tokenizer=target_tok, vocab_size=vocab, device=device, dtype=dtype,
                      name=spec.name, chat=spec.chat, examples=spec.examples, context_window=window, ref=spec,
                      draft_dtype=own_dtype)
+
+
+def _load_checked(spec: Preset, device: torch.device, dtype: torch.dtype) -> ModelPair:
+    """`_load`, and a float16 pair whose logits overflow (half_precision.py) loaded again in float32 where
+    it fits, else refused; the message says which. Not on ZeroGPU: no CUDA work runs outside spaces.GPU
+    there, and its GPUs compute in bfloat16."""
+    pair = _load(spec, device, dtype)
+    if dtype != torch.float16 or settings.current().zero_gpu:
+        return pair
+    bad = overflowing_roles(pair)
+    if not bad:
+        return pair
+    del pair
+    gc.collect()
+    if device.type == "cuda":
+        torch.cuda.empty_cache()
+    name = spec.name if spec.name in PRESETS else f"{shown(spec.draft)} -> {shown(spec.target)}"
+    why = f"the {' and '.join(bad)} model's float16 logits are not finite (NaN or inf: float16 overflows)"
+    try:
+        check_fits(spec, device, torch.float32)
+    except ModelLoadError as err:
+        raise ModelLoadError(f"the pair {name!r} cannot run on {device}: {why}, and in float32 {err}") from None
+    pair = _load(spec, device, torch.float32)
+    pair.dtype_note = f"{why}; loaded in float32 instead"
+    print(f"warning: the pair {name!r}: {pair.dtype_note}", file=sys.stderr)
+    return pair
 
 
 def _context_window(model) -> int:

@@ -85,6 +85,7 @@ def _decoders(pair: ModelPair, settings: RunSettings, state: RunState | None):
             TargetOnlyDecoder(pair, settings.prompt, settings.config, resume=base_state))
 
 
+@zerogpu.on_gpu(duration=zerogpu.STEP_GPU_SECONDS)
 def stateless_step(settings: RunSettings, state: RunState | None) -> tuple[RunState, StepTrace]:
     """One step from plain data to plain data: decoders rebuilt from `state` (their KV caches
     recomputed from the token ids), stepped, and exported. Runs inside spaces.GPU on ZeroGPU."""
@@ -160,7 +161,8 @@ class ComparedRun:
         if not self.stateless:  # load and prefill now: a bad prompt or pair fails before the first step
             pair = settings.load()
             self.spec, self.base = _decoders(pair, settings, None)
-            self.device = str(pair.device) + (" · CUDA graphs" if self.spec.cache_kind == "cuda graphs" else "")
+            kind = self.spec.cache_kind  # both models': "draft: static, target: cuda graphs" when they differ
+            self.device = str(pair.device) + {"dynamic": "", "cuda graphs": " · CUDA graphs"}.get(kind, f" · {kind}")
             self._warm.touch(self)
         else:  # the worker tokenises and prefills; a bad prompt still fails here, before any GPU time
             check_prompt(settings.prompt)
@@ -222,7 +224,7 @@ class ComparedRun:
             if self.finished:
                 raise DecodingFinished("generation has finished: press Reset (or change a setting) to start again")
             if self.stateless:
-                self._state, trace = zerogpu.on_gpu(stateless_step)(self.settings, self._state)
+                self._state, trace = stateless_step(self.settings, self._state)
             else:
                 if self.spec is None:
                     self._wake()

@@ -79,6 +79,7 @@ class Deployment:
     threads: int = 0                  # SPECVIZ_THREADS: torch's intra-op threads while serving (0: every core but one)
     cache: str = ""                   # SPECVIZ_CACHE: where derived model files go (default ~/.cache/specviz)
     quiet_wait_ms: int = 600          # SPECVIZ_QUIET_WAIT_MS: the most a timed CPU step waits for a quiet machine (0: never)
+    zero_gpu: bool = False            # SPACES_ZERO_GPU: on ZeroGPU (every offered pair loads at startup)
 
     @classmethod
     def from_environ(cls, environ=None) -> "Deployment":
@@ -95,14 +96,21 @@ class Deployment:
             offered = (preset,)
         elif offered is not None and preset not in offered:
             offered = (preset, *offered)  # the page's default pair is always offered
+        zero_gpu = bool(_flag(env, "SPACES_ZERO_GPU"))
+        # on ZeroGPU every offered pair is loaded at startup and packed for the GPU worker: all must stay cached
+        resident = len(offered) if offered is not None else 16  # unset SPECVIZ_PRESETS on a local server: all
+        max_pairs = _count(env, "SPECVIZ_MAX_PAIRS", str(resident if zero_gpu else 1), 1, 16)
+        if zero_gpu and offered is not None and max_pairs < resident:
+            raise ValueError(f"SPECVIZ_MAX_PAIRS={max_pairs} is fewer than the {resident} offered presets; on ZeroGPU "
+                             "every offered pair stays loaded: raise it or offer fewer (SPECVIZ_PRESETS)")
         return cls(
             preset=preset,
             allow_custom_models=custom,
             max_custom_params=_count(env, "SPECVIZ_MAX_CUSTOM_PARAMS", "4e9", 1, 1e13),
-            max_pairs=_count(env, "SPECVIZ_MAX_PAIRS", "1", 1, 16),
+            max_pairs=max_pairs,
             warm_runs=_count(env, "SPECVIZ_WARM_RUNS", "32", 1, 10_000),
             concurrency=_count(env, "SPECVIZ_CONCURRENCY", "2", 1, 64),
-            stateless_steps=bool(_flag(env, "SPACES_ZERO_GPU") or _flag(env, "SPECVIZ_STATELESS_STEPS")),
+            stateless_steps=zero_gpu or bool(_flag(env, "SPECVIZ_STATELESS_STEPS")),
             on_space=on_space,
             exposed=exposed,
             offered_presets=offered,
@@ -114,6 +122,7 @@ class Deployment:
             threads=_count(env, "SPECVIZ_THREADS", "0", 0, 1024),
             quiet_wait_ms=_count(env, "SPECVIZ_QUIET_WAIT_MS", "600", 0, 10_000),
             cache=env.get("SPECVIZ_CACHE", ""),
+            zero_gpu=zero_gpu,
         )
 
 

@@ -26,6 +26,7 @@ import time
 import torch
 
 from . import settings
+from .lm_forward import logits_and_hidden
 
 SUPPORTED_ATTENTION = ("sdpa", "eager")  # the implementations whose 4-D mask we know how to write
 CAPTURE_LOCK = threading.Lock()  # one capture at a time in this process (each blocks the device while it runs)
@@ -66,10 +67,14 @@ def plan(device: torch.device, models=()) -> tuple[bool, str]:
 
 
 def _close(replayed: torch.Tensor, eager: torch.Tensor) -> bool:
-    """Equal up to a few units in the last place of their dtype (bf16's is 2^-8 of the value)."""
-    scale = eager.float().abs().amax().clamp_min(1.0)
+    """Equal up to a few units in the last place of their dtype (bf16's is 2^-8 of the value), the scale taken
+    from the finite entries. Equal infinities are equal (a draft head that scores only part of the vocabulary
+    puts -inf everywhere else); a NaN never is."""
+    replayed, eager_ = replayed.float(), eager.float()
+    finite = eager_[torch.isfinite(eager_)]
+    scale = finite.abs().amax().clamp_min(1.0) if finite.numel() else 1.0
     tolerance = 8 * torch.finfo(eager.dtype).eps * scale
-    return bool(((replayed.float() - eager.float()).abs() <= tolerance).all())
+    return bool(((replayed == eager_) | ((replayed - eager_).abs() <= tolerance)).all())
 
 
 class _Captured:
@@ -109,11 +114,11 @@ class StaticKV:
         return visible[None, None]
 
     def _body(self, embeds: torch.Tensor, mask: torch.Tensor, keep: int):
-        """The forward a graph records: logits [1, keep, V] and the last hidden state [1, n, H]."""
-        out = self.model.base_model(inputs_embeds=embeds, attention_mask=mask, past_key_values=self.cache,
-                                    use_cache=True)
-        hidden = out.last_hidden_state                                 # [1, n, H] after the final norm
-        return self.model.get_output_embeddings()(hidden[:, -keep:]), hidden
+        """The forward a graph records: logits [1, keep, V] (the model's own forward: its family's logit
+        scaling included) and the last hidden state [1, n, H]."""
+        logits, hidden, _ = logits_and_hidden(self.model, keep, inputs_embeds=embeds, attention_mask=mask,
+                                              past_key_values=self.cache)
+        return logits, hidden
 
     def forward(self, embeds: torch.Tensor, keep: int) -> tuple[torch.Tensor, torch.Tensor]:
         """Logits [1, keep, V] and hidden states [1, n, H] for n new inputs [1, n, H]; extends the cache."""
@@ -124,13 +129,19 @@ class StaticKV:
             raise RuntimeError(f"the static cache holds {self.max_len} positions; {self.length} + {n} do not fit")
         keep = keep or n
         captured = self.captured.get(n)
-        if captured is None:
-            logits, hidden = self._body(embeds, self._mask(n), keep)
-        else:
-            captured.embeds.copy_(embeds)
-            captured.mask.copy_(self._mask(n))
-            captured.graph.replay()  # advances every layer's write position by n, as the eager body does
-            logits, hidden = captured.logits[:, -keep:].clone(), captured.hidden.clone()
+        try:
+            if captured is None:
+                logits, hidden = self._body(embeds, self._mask(n), keep)
+            else:
+                captured.embeds.copy_(embeds)
+                captured.mask.copy_(self._mask(n))
+                captured.graph.replay()  # advances every layer's write position by n, as the eager body does
+                logits, hidden = captured.logits[:, -keep:].clone(), captured.hidden.clone()
+        except BaseException:
+            # a forward that stopped midway (out of memory, say) has moved the write positions of the layers
+            # it ran and not the others': put them all back, or a later write lands past max_len (a device assert)
+            self.set_length(self.length)
+            raise
         self.length += n
         return logits, hidden
 

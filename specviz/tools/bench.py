@@ -227,7 +227,7 @@ def run_bench(preset=None, draft=None, target=None, device=None, gamma=4, quick=
         "speedup_vs_target_only": round(m["speedup"], 3),
         "speedup_vs_hf_assisted": round(m["tokens_per_s_speculative"] / hf_rate, 3) if with_hf else None,
         "draft_reads_target_features": features,
-        "cache": warm.cache_kind, "graphs_off": warm.graphs_off or None,
+        "cache": warm.cache_kind, "cache_by_model": warm.cache_kinds, "graphs_off": warm.graphs_off or None,
         "capture_s": round(warm.capture_s, 3),
         "acceptance_rate": round(m["acceptance_rate"], 4), "draft_acceptance_rate": round(m["draft_acceptance_rate"], 4),
         "tokens_per_target_call": round(m["tokens_per_target_call"], 3),

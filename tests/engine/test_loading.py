@@ -7,6 +7,7 @@ import threading
 import time
 import weakref
 from collections import OrderedDict
+from pathlib import Path
 
 import pytest
 import torch
@@ -208,3 +209,52 @@ def test_a_slow_load_fails_in_time_and_is_cached_when_it_ends(monkeypatch):
     done = loading.load_pair(slowpoke, device="cpu")
     assert done.name == "slowpoke" and made == ["slowpoke"]
     loading._CACHE.pop(loading.pair_key(slowpoke, torch.device("cpu"), torch.float32))
+
+
+def test_the_size_check_on_a_gpu_counts_the_allocators_cached_blocks_as_free(monkeypatch):
+    """A fake GPU: the driver reports 4 MiB free, and torch's allocator holds 40 MiB reserved of which 4 MiB
+    are allocated (36 MiB of cached blocks, e.g. a dropped run's KV caches). The bundled pair (17.9 MiB in
+    fp32, x 1.2 headroom) fits in the 40 MiB this process can use, and not in 4 MiB."""
+    mib = 1 << 20
+    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda device=None: (4 * mib, 80 * mib))
+    monkeypatch.setattr(torch.cuda, "memory_reserved", lambda device=None: 40 * mib)
+    monkeypatch.setattr(torch.cuda, "memory_allocated", lambda device=None: 4 * mib)
+    cuda = torch.device("cuda")
+    assert loading.free_memory(cuda) == 40 * mib
+    loading.check_fits(presets.pair_ref("shakespeare"), cuda, torch.float32)
+    monkeypatch.setattr(torch.cuda, "memory_reserved", lambda device=None: 4 * mib)
+    with pytest.raises(presets.ModelLoadError, match=r"has 0\.0 GB free"):
+        loading.check_fits(presets.pair_ref("shakespeare"), cuda, torch.float32)
+
+
+def overflowing_copy(tmp_path):
+    """The bundled pair with a target whose final norm is scaled by 1e5: its logits pass float16's largest
+    value (65,504) and come out inf, as a bf16-trained model's can on a T4; finite in float32."""
+    from transformers import AutoModelForCausalLM
+
+    bundled = presets.PRESETS["shakespeare"]
+    target = AutoModelForCausalLM.from_pretrained(bundled.target, dtype=torch.float32)
+    with torch.no_grad():
+        target.transformer.ln_f.weight.mul_(1e5)
+    folder = tmp_path / "hot-target"
+    target.save_pretrained(folder)
+    for name in ("tokenizer.json", "tokenizer_config.json"):
+        shutil.copy(Path(bundled.target) / name, folder / name)
+    return presets.Preset(bundled.draft, str(folder), name="hot")
+
+
+def test_a_pair_whose_float16_logits_overflow_moves_to_float32_and_says_so(tmp_path, capsys):
+    pair = loading.load_pair(overflowing_copy(tmp_path), device="cpu", dtype="float16")
+    assert pair.dtype == torch.float32 and pair.target.dtype == torch.float32
+    assert pair.dtype_note == ("the target model's float16 logits are not finite (NaN or inf: float16 overflows); "
+                               "loaded in float32 instead")
+    assert "loaded in float32 instead" in capsys.readouterr().err
+
+
+def test_a_pair_whose_float16_logits_overflow_is_refused_where_float32_does_not_fit(tmp_path, monkeypatch):
+    fp16_bytes = 2 * sum(presets.estimated_params(presets.read_config(m, r)) for r, m in
+                         (("draft", presets.PRESETS["shakespeare"].draft), ("target", presets.PRESETS["shakespeare"].target)))
+    monkeypatch.setattr(loading, "free_memory", lambda device: int(fp16_bytes * 1.5))  # float16 fits, float32 not
+    with pytest.raises(presets.ModelLoadError, match=r"target model's float16 logits are not finite .* and in "
+                                                     r"float32 the pair .* needs about"):
+        loading.load_pair(overflowing_copy(tmp_path), device="cpu", dtype="float16")

@@ -4,12 +4,12 @@ from __future__ import annotations
 import os
 import pickle
 import select
-import sys
 import types
 
 import pytest
 
 from specviz.core.config import DecodeConfig
+from specviz.engine import run as run_module
 from specviz.engine.presets import pair_ref
 from specviz.engine.run import ComparedRun, RunSettings, WarmRuns
 
@@ -86,7 +86,7 @@ def test_stepping_across_a_forked_boundary_advances_with_plain_data(pair, monkey
     """5 Steps through a forked, pickling worker: the run advances, traces equal a live run's,
     and each crossing carries under 1 MB (no model, no live decoder)."""
     fake = ForkedGPU()
-    monkeypatch.setitem(sys.modules, "spaces", fake)
+    monkeypatch.setattr(run_module, "stateless_step", fake.GPU(duration=15)(run_module.stateless_step))
     boundary = ComparedRun(SETTINGS, stateless=True)
     live = ComparedRun(SETTINGS, stateless=False)
     for _ in range(5):
