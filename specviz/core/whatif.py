@@ -30,7 +30,9 @@ try is judged against the residual and is accepted with s_1, the one after with 
 sibling rates: measured by `acceptance_by_rank` of a multi-draft run, or predicted from the residuals
 of single-draft rejections by `core.rank_analysis`). So
       b_i(k) = 1 - (1 - b_i) (1 - s_1) ... (1 - s_{k-1}),   a_i(k) = b_1(k) ... b_i(k),
-taking the sibling rates as the same at every depth. A round then costs (gamma c + 1)(1 + rho (k - 1)):
+taking the sibling rates as the same at every depth and k tries at every depth (a tree that branches k
+ways at each depth; with k independent chains fewer chains survive below the first depth, so for them
+this is an upper bound). A round then costs (gamma c + 1)(1 + rho (k - 1)):
 rho is what one more row costs relative to the first (0 on an accelerator with rows to spare; the
 README's CPU measured 0.1 to 0.4).
 """
