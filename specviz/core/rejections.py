@@ -28,7 +28,7 @@ AGREEMENT_LOW = 0.5                       # argmax(q) == argmax(p) on fewer test
 # silent misconfigurations (each planted in tests/tools/test_diagnosis_defects.py)
 GREEDY_ENTROPY = 0.01      # nats: a draft this sure everywhere samples greedily (one-hot q)
 SAMPLING_ENTROPY = 0.3     # nats: ... while the target's mean entropy says it samples at T > 0
-NOT_DRAFTING_RATE = 0.05   # alpha below this: acceptance length about 1, the draft is not working
+NOT_DRAFTING_RATE = 0.2    # alpha below this: acceptance length below about 1.25, the draft is not working
 MISMATCH_AGREEMENT = 0.05  # argmax agreement below this with a confident draft: ids mean other tokens
 MIN_TESTED_FOR_DEFECT = 20
 

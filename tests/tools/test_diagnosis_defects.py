@@ -73,7 +73,7 @@ def test_a_greedy_draft_beside_a_sampling_target_is_named(pair):
 
 def test_a_broken_head_gives_acceptance_length_about_one(pair):
     a = analysis_of(pair, ShiftedHeadDraft)
-    assert a["findings"]["acceptance_rate"] < 0.05 and "Acceptance length ≈ 1" in a["diagnosis"]
+    assert a["findings"]["acceptance_rate"] < 0.2 and "Acceptance length ≈ 1" in a["diagnosis"]
 
 
 def test_token_ids_that_mean_other_tokens_are_named_a_tokenizer_mismatch(pair):
