@@ -377,5 +377,7 @@ def test_inverse_cdf_sampler_matches_its_distribution_and_skips_zeros():
 
 
 def test_sampling_nan_probabilities_is_a_message_not_an_index_error():
+    from specviz.core.sampling import sample
+
     with pytest.raises(ValueError, match="NaN"):
         sample(torch.full((5,), float("nan")), torch.Generator().manual_seed(0))
