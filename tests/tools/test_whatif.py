@@ -78,7 +78,8 @@ def full_round_lengths(pair, gamma: int, seeds: range) -> tuple[list[float], lis
 
 
 def test_a_gamma_4_run_predicts_the_gamma_2_acceptance_length_within_its_standard_error(pair):
-    # gamma 4: 6 seeds x 3 prompts (about 170 rounds), gamma 2: 3 other seeds x 3 prompts (about 120 rounds)
+    # gamma 4: 6 seeds x 3 prompts (318 rounds), gamma 2: 3 other seeds x 3 prompts (226 rounds); when written:
+    # 2.597 predicted, 2.602 +- 0.049 measured
     _, records4 = full_round_lengths(pair, 4, range(6))
     lengths2, _ = full_round_lengths(pair, 2, range(50, 53))
     predicted = whatif.acceptance_length(metric_set(records4)["per_position_acceptance"], 2)
