@@ -41,3 +41,35 @@ class TemperedDraft(SpeculativeDecoder):
 
     def _draft_warp(self, logits: torch.Tensor) -> torch.Tensor:
         return warp(logits, self.draft_temperature, self.config.top_k or None, self.config.top_p)
+
+
+class GreedyDraft(SpeculativeDecoder):
+    """The draft takes its argmax (one-hot q) while the target samples at the run's temperature."""
+
+    def _draft_warp(self, logits: torch.Tensor) -> torch.Tensor:
+        probs = self.config.warp(logits)  # [V]
+        return torch.zeros_like(probs).scatter_(-1, probs.argmax(-1, keepdim=True), 1.0)
+
+
+class ShiftedHeadDraft(SpeculativeDecoder):
+    """A broken draft head: its output rows are off by one token id (a head loaded with the wrong
+    layout), so it is as sure as ever, of the wrong tokens."""
+
+    def _draft_warp(self, logits: torch.Tensor) -> torch.Tensor:
+        return self.config.warp(logits.roll(1, dims=-1))
+
+
+class PermutedDraft(SpeculativeDecoder):
+    """The draft's token ids mean other tokens (a draft with another tokenizer of the same size): its
+    logits reach the sampler through a fixed permutation of the vocabulary."""
+
+    def _draft_warp(self, logits: torch.Tensor) -> torch.Tensor:
+        order = torch.randperm(logits.shape[-1], generator=torch.Generator().manual_seed(0)).to(logits.device)
+        return self.config.warp(logits[..., order])
+
+
+class NaNDraft(SpeculativeDecoder):
+    """The draft's logits turn NaN (as an fp16 overflow makes them)."""
+
+    def _draft_warp(self, logits: torch.Tensor) -> torch.Tensor:
+        return self.config.warp(torch.full_like(logits, float("nan")))

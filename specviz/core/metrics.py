@@ -76,7 +76,7 @@ def metric_set(records: Sequence[StepRecord], baseline_call_s: Sequence[float] =
     gamma = max((r.gamma for r in records), default=0)
     accepted = sum(r.n_accepted for r in records)
     examined = sum(r.n_examined for r in records)
-    drafted = sum(r.gamma for r in records)
+    drafted = sum(r.gamma - getattr(r, "after_eos", 0) for r in records)  # drafts after an accepted EOS never count
     tokens = sum(r.n_emitted for r in records)
     alpha = _ratio(accepted, examined)
     histogram = [sum(r.n_accepted == k for r in records) for k in range(gamma + 1)]

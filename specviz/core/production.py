@@ -8,8 +8,13 @@ plus position on the per-position counter) exposes four counters, rendered with 
   vllm:spec_decode_num_draft_tokens_total            drafted tokens
   vllm:spec_decode_num_accepted_tokens_total         accepted drafted tokens
   vllm:spec_decode_num_accepted_tokens_per_pos_total{position="i"}  drafts whose position i was accepted
+llama.cpp's server (tools/server, `--metrics`; ggml-org/llama.cpp PR #26389, "matching the vLLM counter
+schema") exposes the same four counters under the prefix llamacpp: (llamacpp:spec_decode_num_drafts,
+..._num_draft_tokens, ..._num_accepted_tokens, ..._num_accepted_tokens_per_pos{position="N"}), read
+with the same code and the same definitions.
 SGLang (python/sglang/srt/metrics/collector.py; docs/references/production_metrics.md) exposes gauges
-averaged by the server: sglang:spec_accept_length and sglang:spec_accept_rate.
+averaged by the server: sglang:spec_accept_length (accepted drafts + the bonus token per verify
+forward) and sglang:spec_accept_rate.
 
 Every label set (engines, models, ranks) is summed for counters and averaged for gauges. With two
 scrapes the counters are differenced (the rates between them); a counter that went down is an error
@@ -23,8 +28,9 @@ import re
 from . import theory
 from .config import GAMMA_MAX
 
-VLLM = {"drafts": "vllm:spec_decode_num_drafts", "draft_tokens": "vllm:spec_decode_num_draft_tokens",
-        "accepted": "vllm:spec_decode_num_accepted_tokens", "per_pos": "vllm:spec_decode_num_accepted_tokens_per_pos"}
+COUNTERS = {"drafts": "num_drafts", "draft_tokens": "num_draft_tokens", "accepted": "num_accepted_tokens",
+            "per_pos": "num_accepted_tokens_per_pos"}
+PREFIXES = {"vllm": "vllm:spec_decode_", "llama.cpp": "llamacpp:spec_decode_"}  # the same schema, two servers
 SGLANG = {"accept_length": "sglang:spec_accept_length", "accept_rate": "sglang:spec_accept_rate"}
 
 _SAMPLE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{(.*)\})?\s+(\S+)(\s+\S+)?\s*$')
@@ -62,11 +68,19 @@ def _series(samples, base: str) -> dict[tuple, float]:
             if name in (base, base + "_total")}
 
 
-def _counters(samples) -> dict[str, dict[tuple, float]]:
-    return {key: _series(samples, name) for key, name in VLLM.items()}
+def _counters(samples, engine: str = "vllm") -> dict[str, dict[tuple, float]]:
+    return {key: _series(samples, PREFIXES[engine] + name) for key, name in COUNTERS.items()}
 
 
-def _difference(first: dict, second: dict) -> dict:
+def _engine_of(samples) -> str:
+    """The server whose counters the scrape holds (vLLM's when neither's are there)."""
+    for engine in PREFIXES:
+        if any(_counters(samples, engine)[k] for k in ("drafts", "draft_tokens", "accepted")):
+            return engine
+    return "vllm"
+
+
+def _difference(first: dict, second: dict, engine: str = "vllm") -> dict:
     """second - first per series; a series that went down (or vanished) is a restart: ValueError."""
     out = {}
     for key, series in second.items():
@@ -74,11 +88,11 @@ def _difference(first: dict, second: dict) -> dict:
             before = first[key].get(labels, 0.0)
             if value < before:
                 shown = ",".join(f'{k}="{v}"' for k, v in labels)
-                raise ValueError(f"the counter {VLLM[key]}_total{{{shown}}} went backwards between the scrapes "
+                raise ValueError(f"the counter {PREFIXES[engine] + COUNTERS[key]}_total{{{shown}}} went backwards between the scrapes "
                                  f"({before:g} -> {value:g}): the server restarted; scrape twice again")
         for labels in first[key]:
             if labels not in series:
-                raise ValueError(f"the counter {VLLM[key]}_total{dict(labels)} is in the first scrape but not the "
+                raise ValueError(f"the counter {PREFIXES[engine] + COUNTERS[key]}_total{dict(labels)} is in the first scrape but not the "
                                  "second: the server restarted or another server answered")
         out[key] = {labels: value - first[key].get(labels, 0.0) for labels, value in series.items()}
     return out
@@ -97,7 +111,7 @@ def alpha_from_length(mean_accepted: float, gamma: int) -> float:
     return (low + high) / 2
 
 
-def _vllm_figures(counters: dict, cost_ratio: float | None) -> dict:
+def _vllm_figures(counters: dict, cost_ratio: float | None, engine: str = "vllm") -> dict:
     totals = {key: sum(series.values()) for key, series in counters.items() if key != "per_pos"}
     per_pos: dict[int, float] = {}
     for labels, value in counters["per_pos"].items():
@@ -106,7 +120,7 @@ def _vllm_figures(counters: dict, cost_ratio: float | None) -> dict:
             per_pos[int(position)] = per_pos.get(int(position), 0.0) + value
     drafts, draft_tokens, accepted = totals["drafts"], totals["draft_tokens"], totals["accepted"]
     if drafts <= 0:
-        raise ValueError("no speculative drafts in the interval (vllm:spec_decode_num_drafts did not grow): "
+        raise ValueError(f"no speculative drafts in the interval ({PREFIXES[engine]}num_drafts did not grow): "
                          "send traffic between the scrapes")
     positions = [per_pos.get(i, 0.0) for i in range(max(per_pos) + 1)] if per_pos else []
     gamma = len(positions) or max(1, round(draft_tokens / drafts))
@@ -116,7 +130,7 @@ def _vllm_figures(counters: dict, cost_ratio: float | None) -> dict:
     else:
         alpha, alpha_source = alpha_from_length(accepted / drafts, gamma), "mean acceptance length (i.i.d. model)"
     return {
-        "engine": "vllm", "drafts": drafts, "draft_tokens": draft_tokens, "accepted_tokens": accepted, "gamma": gamma,
+        "engine": engine, "drafts": drafts, "draft_tokens": draft_tokens, "accepted_tokens": accepted, "gamma": gamma,
         "draft_acceptance_rate": accepted / draft_tokens if draft_tokens else 0.0,
         "mean_acceptance_length": 1 + accepted / drafts,
         "per_position_acceptance": [a / drafts for a in positions],
@@ -163,17 +177,18 @@ def spec_decode_summary(scrapes: list[str], cost_ratio: float | None = None) -> 
     if not 1 <= len(scrapes) <= 2:
         raise ValueError(f"--from-metrics takes one or two scrapes, not {len(scrapes)}")
     parsed = [parse_exposition(text) for text in scrapes]
-    counters = [_counters(samples) for samples in parsed]
+    engine = _engine_of(parsed[-1])
+    counters = [_counters(samples, engine) for samples in parsed]
     if any(counters[-1][k] for k in ("drafts", "draft_tokens", "accepted")):
         if len(counters) == 2:
             if not any(counters[0][k] for k in ("drafts", "draft_tokens", "accepted")):
-                raise ValueError("the first scrape has no vLLM speculative-decoding counters but the second has")
-            delta = _difference(counters[0], counters[1])
-            return {**_vllm_figures(delta, cost_ratio), "interval": "between the two scrapes"}
-        return {**_vllm_figures(counters[0], cost_ratio), "interval": "since the server started"}
+                raise ValueError(f"the first scrape has no {engine} speculative-decoding counters but the second has")
+            delta = _difference(counters[0], counters[1], engine)
+            return {**_vllm_figures(delta, cost_ratio, engine), "interval": "between the two scrapes"}
+        return {**_vllm_figures(counters[0], cost_ratio, engine), "interval": "since the server started"}
     sglang = _sglang_figures(parsed[-1])
     if sglang:
         return {**sglang, "cost_ratio_c": cost_ratio, "interval": "as the server averages it"}
     raise ValueError("the scrape has no speculative-decoding metrics (looked for vllm:spec_decode_num_drafts_total and "
-                     "the other vllm:spec_decode_* counters, and sglang:spec_accept_length): is speculative "
+                     "the other vllm:spec_decode_* counters, llamacpp:spec_decode_*, and sglang:spec_accept_length): is speculative "
                      "decoding on, and is this the server's /metrics?")

@@ -25,6 +25,12 @@ TOKEN_CLASSES = ("word start", "word continuation", "whitespace/newline", "punct
 OVERCONFIDENT_Q, OVERCONFIDENT_P, OVERCONFIDENT_SHARE = 0.5, 0.1, 0.3
 SHARP_RATIO, FLAT_RATIO = 0.6, 1.6       # mean H(q) / mean H(p) beyond these: a temperature mismatch
 AGREEMENT_LOW = 0.5                       # argmax(q) == argmax(p) on fewer tested drafts than this
+# silent misconfigurations (each planted in tests/tools/test_diagnosis_defects.py)
+GREEDY_ENTROPY = 0.01      # nats: a draft this sure everywhere samples greedily (one-hot q)
+SAMPLING_ENTROPY = 0.3     # nats: ... while the target's mean entropy says it samples at T > 0
+NOT_DRAFTING_RATE = 0.2    # alpha below this: acceptance length below about 1.25, the draft is not working
+MISMATCH_AGREEMENT = 0.05  # argmax agreement below this with a confident draft: ids mean other tokens
+MIN_TESTED_FOR_DEFECT = 20
 
 
 @dataclass(frozen=True)
@@ -145,7 +151,26 @@ def findings(rows: Sequence[TestedDraft]) -> dict:
     }
     # a temperature mismatch: the entropies are off while the top choices still agree
     out["temperature_mismatch"] = (out["draft_sharper"] or out["draft_flatter"]) and not out["disagrees"]
+    out.update(misconfigurations(rows, out))
     return out
+
+
+def misconfigurations(rows: Sequence[TestedDraft], f: dict) -> dict:
+    """Settings errors that show only as numbers: NaN probabilities, all-or-nothing acceptance, a greedy
+    draft beside a sampling target, acceptance length about 1, token ids that mean other tokens."""
+    finite = [r for r in rows if math.isfinite(r.draft_prob) and math.isfinite(r.target_prob)]
+    enough = len(rows) >= MIN_TESTED_FOR_DEFECT
+    h_p, h_q = f["mean_target_entropy"], f["mean_draft_entropy"]
+    return {
+        "non_finite_probabilities": len(rows) - len(finite),
+        # every draft accepted (or none) although the target is unsure: the accept test is not testing
+        "all_or_nothing": enough and h_p > SAMPLING_ENTROPY and f["acceptance_rate"] in (0.0, 1.0),
+        "greedy_draft": enough and h_q < GREEDY_ENTROPY and h_p > SAMPLING_ENTROPY,
+        "not_drafting": enough and f["acceptance_rate"] < NOT_DRAFTING_RATE,
+        # a draft as sure as the target (not flat like an untrained head) that almost never agrees with it
+        "ids_mismatch": enough and f["argmax_agreement"] < MISMATCH_AGREEMENT and not f["draft_flatter"]
+                        and h_q >= GREEDY_ENTROPY,
+    }
 
 
 def analyse(rows: Sequence[TestedDraft], min_support: int = MIN_SUPPORT) -> dict:

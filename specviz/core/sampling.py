@@ -66,8 +66,13 @@ def sample(probs: torch.Tensor, generator: torch.Generator | None = None) -> int
     cdf = probs.cumsum(-1, dtype=torch.float64)  # [V]
     u = torch.rand((1,), generator=generator, device=probs.device, dtype=torch.float64)
     index = int(torch.searchsorted(cdf, u * cdf[-1], right=True))  # first i with cdf[i] > u * total
+    if index < probs.shape[-1]:
+        return index
     # u * total can round up to the total itself: then the last token of positive probability
-    return index if index < probs.shape[-1] else int(torch.nonzero(probs > 0)[-1])
+    positive = torch.nonzero(probs > 0)
+    if positive.numel() == 0:  # NaN logits land here (every comparison with NaN is false)
+        raise ValueError("cannot sample: the distribution contains NaN or infinite entries, or no mass")
+    return int(positive[-1])
 
 
 def safe_divide(numerator: torch.Tensor, denominator: torch.Tensor, fallback: torch.Tensor) -> torch.Tensor:

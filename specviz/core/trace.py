@@ -81,6 +81,8 @@ class StepRecord:
     drafts: int = 1         # k chains drafted (several drafts at once); gamma stays the draft forwards per step
     level_tries: tuple = ()  # drafts > 1: candidates tried at each examined depth (the last one accepted,
                             # except at the depth of the correction); () for the single chain (one each)
+    after_eos: int = 0      # drafts after an EOS the step accepted: never output, so not counted as drafted,
+                            # tested or accepted (n_accepted and n_examined stop at the EOS)
 
 
 @dataclass

@@ -247,6 +247,17 @@ class TargetOnlyDecoder(_Decoder):
                             step=self.counters.target_calls)
 
 
+def counted_drafts(eos: int | None, result, gamma: int) -> dict:
+    """n_accepted, n_examined and after_eos of a round as the metrics count them: an accepted EOS ends the
+    text, so the drafts after it are never output and count as neither drafted, tested nor accepted
+    (counting them inflates every acceptance figure of short answers)."""
+    accepted = result.tokens[: result.n_accepted]
+    if eos is None or eos not in accepted:
+        return {"n_accepted": result.n_accepted, "n_examined": result.n_examined, "after_eos": 0}
+    kept = accepted.index(eos) + 1
+    return {"n_accepted": kept, "n_examined": kept, "after_eos": gamma - kept}
+
+
 @dataclass
 class _Drafted:
     tokens: list[int]            # [gamma]
@@ -296,8 +307,8 @@ class SpeculativeDecoder(_Decoder):
         t2 = time.perf_counter()
         result, kept = self._correct(target_probs, drafted)   # 3. correct
         t3 = time.perf_counter()
-        record = StepRecord(gamma=self.config.gamma, n_accepted=result.n_accepted, n_examined=result.n_examined,
-                            n_emitted=len(kept), draft_s=t1 - t0, target_s=t2 - t1, step_s=t3 - t0)
+        record = StepRecord(gamma=self.config.gamma, n_emitted=len(kept), draft_s=t1 - t0, target_s=t2 - t1,
+                            step_s=t3 - t0, **counted_drafts(self.eos, result, self.config.gamma))
         self.records.append(record)
         self.counters.compute_s += record.step_s
         if not self.config.record:

@@ -25,7 +25,7 @@ import torch
 
 from ..core import sampling, tree
 from ..core.trace import Candidate, EmittedToken, StepRecord, StepTrace, TreeNode, TreeTrace, TreeTry
-from .decoders import SpeculativeDecoder, _Drafted, _sync
+from .decoders import SpeculativeDecoder, _Drafted, _sync, counted_drafts
 
 RESIDUAL_TOP = 5  # tokens shown per residual after a rejected sibling
 
@@ -56,9 +56,10 @@ class TreeDecoder(SpeculativeDecoder):
         t2 = time.perf_counter()
         result, kept = self._correct_tree(target_probs, chains)  # 3. correct
         t3 = time.perf_counter()
-        record = StepRecord(gamma=self.config.gamma, n_accepted=result.n_accepted, n_examined=result.n_examined,
-                            n_emitted=len(kept), draft_s=t1 - t0, target_s=t2 - t1, step_s=t3 - t0,
-                            drafts=self.config.drafts, level_tries=tuple(len(lv.tries) for lv in result.levels))
+        counted = counted_drafts(self.eos, result, self.config.gamma)
+        record = StepRecord(gamma=self.config.gamma, n_emitted=len(kept), draft_s=t1 - t0, target_s=t2 - t1,
+                            step_s=t3 - t0, drafts=self.config.drafts,
+                            level_tries=tuple(len(lv.tries) for lv in result.levels)[: counted["n_examined"]], **counted)
         self.records.append(record)
         self.counters.compute_s += record.step_s
         if not self.config.record:

@@ -25,21 +25,49 @@ def _speed(best: dict) -> str:
     return f"Best γ {g}: ×{s:.2f} ± {se:.2f} over target-only.{theory}{gap}"
 
 
-def _defects(f: dict) -> list[str]:
+def _misconfigurations(f: dict) -> list[str]:
+    """One sentence each for the settings errors of `core.rejections.misconfigurations`."""
     out = []
+    if f.get("non_finite_probabilities"):
+        out.append(f"NaN logits: {f['non_finite_probabilities']} tested drafts have a NaN or infinite p or q; a "
+                   "comparison with NaN is always false, so the accept test then accepts all or nothing: check the "
+                   "models' dtype (fp16 overflow) and the logits processors.")
+    if f.get("all_or_nothing"):
+        out.append(f"Every tested draft was {'accepted' if f['acceptance_rate'] == 1 else 'rejected'} although the "
+                   f"target is unsure (mean entropy {f['mean_target_entropy']:.2f} nats): the accept test is not "
+                   "testing, as with NaN logits or a draft that is the target itself.")
+    if f.get("greedy_draft"):
+        out.append(f"Greedy draft: the draft's mean entropy is {f['mean_draft_entropy']:.3f} nats (one-hot q) while the "
+                   f"target samples at T > 0 (mean entropy {f['mean_target_entropy']:.2f} nats): each draft is then "
+                   "accepted with chance p(argmax q) instead of Σ min(p, q); let the draft sample with the target's "
+                   "temperature, top-k and top-p.")
+    if f.get("not_drafting"):
+        out.append(f"Acceptance length ≈ 1 (α = {f['acceptance_rate']:.3f}): the draft is not working (a head that is "
+                   "not loaded or not trained for this target, the wrong speculative mode, or logits read at the "
+                   "wrong position); every round pays for γ drafts and keeps none.")
+    if f.get("ids_mismatch"):
+        out.append(f"Tokenizer mismatch: a confident draft whose top choice is the target's on only "
+                   f"{f['argmax_agreement']:.0%} of positions (below {R.MISMATCH_AGREEMENT:.0%}): the two models' "
+                   "token ids mean different tokens (another tokenizer, or a head whose rows are in another order); use a "
+                   "draft trained with the target's tokenizer.")
+    return out
+
+
+def _defects(f: dict) -> list[str]:
+    out = _misconfigurations(f)
     if f["disagrees"]:
         out.append(f"The draft's most likely token is the target's on only {f['argmax_agreement']:.0%} of tested "
                    f"positions (below {R.AGREEMENT_LOW:.0%}): the draft models a different distribution, as a "
                    "damaged or mismatched checkpoint, another tokenizer or prompt format, or a draft too weak "
                    "for this text would.")
-    if f["temperature_mismatch"]:
+    if f["temperature_mismatch"] and not f.get("greedy_draft"):
         side, guess = (("sharper", "a lower temperature (or a tighter top-k/top-p)") if f["draft_sharper"]
                        else ("flatter", "a higher temperature (or a looser top-k/top-p)"))
         out.append(f"Temperature mismatch: the draft is much {side} than the target (its mean entropy is "
                    f"{f['entropy_ratio']:.2f} times the target's) while their top choices agree on "
                    f"{f['argmax_agreement']:.0%} of positions: the draft looks sampled at {guess} than the "
                    "target; give both the same sampling settings.")
-    elif f["draft_sharper"] or f["draft_flatter"]:
+    elif (f["draft_sharper"] or f["draft_flatter"]) and not f.get("greedy_draft"):
         side = "sharper" if f["draft_sharper"] else "flatter"
         out.append(f"The draft is also much {side} than the target (entropy ratio {f['entropy_ratio']:.2f}).")
     if f["overconfident"]:

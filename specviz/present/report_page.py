@@ -162,6 +162,56 @@ def prompt_table(prompts: list[dict]) -> str:
             f"<th>mean acceptance length</th><th>speedup</th></tr>{rows}</table>")
 
 
+def per_request_figure(by_gamma: dict) -> go.Figure:
+    """Requests (prompt × run) by their own acceptance length, one bar series per γ: a degenerate prompt shows apart."""
+    data = []
+    for g, m in sorted(by_gamma.items(), key=lambda kv: int(kv[0])):
+        h = m.get("per_request", {}).get("acceptance_length_histogram") or {"edges": [], "counts": []}
+        data.append({"type": "bar", "x": [f"{a:g}–{b:g}" for a, b in zip(h["edges"], h["edges"][1:])], "y": h["counts"],
+                     "name": f"γ {g}"})
+    return plain_figure(data, base_layout("Per request: requests by acceptance length (tokens a round, bonus included)",
+                                          320, barmode="group", xaxis={"title": {"text": "acceptance length"},
+                                                                       "type": "category"},
+                                          yaxis={"title": {"text": "requests"}}))
+
+
+def forms_table(by_gamma: dict) -> str:
+    """Pooled beside per-request α and acceptance length, per γ."""
+    rows = "".join(f"<tr><td>{g}</td><td>{f['requests']}</td><td>{f['alpha_pooled']:.3f}</td>"
+                   f"<td>{f['alpha_mean_over_requests']:.3f}</td><td>{f['acceptance_length_pooled']:.2f}</td>"
+                   f"<td>{f['acceptance_length_mean_over_requests']:.2f}</td></tr>"
+                   for g, f in sorted(((g, m["per_request"]) for g, m in by_gamma.items() if "per_request" in m),
+                                      key=lambda kv: int(kv[0])))
+    return ("<table id='pooled-per-request'><tr><th>γ</th><th>requests</th><th>α pooled</th><th>α mean over requests</th>"
+            "<th>acceptance length pooled</th><th>acceptance length mean over requests</th></tr>" + rows + "</table>")
+
+
+def conventions_table(items: list[dict]) -> str:
+    rows = "".join(f"<tr><td>{html.escape(c['tool'])}</td><td>{html.escape(c['figure'])}</td>"
+                   f"<td>{html.escape(c['quotient'])}</td><td>{c['per']}</td><td>{c['bonus']}</td></tr>" for c in items)
+    return ("<table id='conventions'><tr><th>tool</th><th>figure</th><th>quotient</th><th>per</th>"
+            f"<th>bonus token</th></tr>{rows}</table>")
+
+
+def definitions_list(definitions: dict) -> str:
+    return "<ul id='definitions'>" + "".join(f"<li><code>{html.escape(k)}</code>: {html.escape(v)}</li>"
+                                             for k, v in definitions.items()) + "</ul>"
+
+
+def whatif_section(result: dict | None) -> str:
+    if not result:
+        return ""
+    from .whatif_figures import whatif_figure
+
+    best = result["best"]
+    return ("<h2>What if: other γ from this run's per-position curve</h2>"
+            f"<p>From {html.escape(result['curve_source'])} at c {result['cost_ratio_c']:.3f}: expected acceptance "
+            "length 1 + a₁ + … + a_γ (a_i: rounds accepting position i / rounds; beyond the measured positions the "
+            "last conditional rate continues) over the cost γc + 1 (Leviathan et al. 2023, Eq. 1 and Thm 3.8 with a "
+            f"per-position curve in place of one α). Best: γ {best['gamma']} at ×{best['speedup']:.2f} "
+            f"(acceptance length {best['acceptance_length']:.2f}).</p>" + figure_div(whatif_figure(result), "whatif"))
+
+
 def report_html(summary: dict, panels: list[tuple[str, list]]) -> str:
     """The report of a measured pair: answer, speed by gamma, per-prompt panels, rejections, tables."""
     s, best, analysis = summary["settings"], summary["best_gamma"], summary["rejection_analysis"]
@@ -179,5 +229,11 @@ def report_html(summary: dict, panels: list[tuple[str, list]]) -> str:
             + "<h2>Each prompt</h2>" + figure_div(prompt_panels_figure(panels), "prompt-panels")
             + prompt_table(summary["prompts"])
             + "<h2>Where and why it rejects</h2>" + figure_div(rejection_figure(analysis), "rejections")
-            + "<h3>Most rejected tokens</h3>" + most_rejected_table(analysis))
+            + "<h3>Most rejected tokens</h3>" + most_rejected_table(analysis)
+            + whatif_section(summary.get("whatif"))
+            + "<h2>Per request</h2>" + figure_div(per_request_figure(summary["by_gamma"]), "per-request-histogram")
+            + forms_table(summary["by_gamma"])
+            + (f"<p id='ranking-note'>{html.escape(summary['ranking_note'])}</p>" if summary.get("ranking_note") else "")
+            + "<h2>Which acceptance? Definitions</h2>" + definitions_list(summary.get("definitions", {}))
+            + conventions_table(summary.get("conventions", [])))
     return page(f"specviz report: {summary['pair']['name']}", body)

@@ -183,6 +183,21 @@ def cmd_report(args) -> int:
     return 0
 
 
+def cmd_whatif(args) -> int:
+    from .whatif import run_whatif, whatif_text, write_plot
+
+    if args.plot:
+        writable_folder("--plot", str(__import__("pathlib").Path(args.plot).resolve().parent))
+    result = run_whatif(per_position=args.per_position, from_report=args.from_report, from_metrics=args.from_metrics,
+                        cost_ratio=args.cost_ratio, draft_ms=args.draft_ms, target_ms=args.target_ms,
+                        gammas=args.gammas, drafts=args.drafts, sibling_rates=args.sibling_rates,
+                        extra_row_cost=args.extra_row_cost)
+    if args.plot:
+        write_plot(result, args.plot)
+    print(json.dumps(result) if args.json else whatif_text(result))
+    return 0
+
+
 def cmd_loadtest(args) -> int:
     from .loadtest import run_loadtest
 
@@ -243,6 +258,24 @@ def main(argv=None) -> int:
     report.add_argument("--cost-ratio", type=float, default=None,
                         help="with --from-metrics: draft/target forward cost c (else measured on --preset/--draft/--target)")
     report.set_defaults(func=cmd_report)
+    what = sub.add_parser("whatif", help="expected acceptance length and speedup at other γ and draft counts, "
+                                         "from a per-position acceptance curve and a cost ratio")
+    what.add_argument("--per-position", help="accepted at position i over rounds (vLLM's form), e.g. 0.9,0.75,0.6")
+    what.add_argument("--from-report", metavar="DIR", help="a `report --out` folder: its largest γ's curve and c")
+    what.add_argument("--from-metrics", action="append", metavar="FILE_OR_URL",
+                      help="a vLLM/SGLang/llama.cpp Prometheus scrape (twice: the rates between two scrapes)")
+    what.add_argument("--cost-ratio", type=float, default=None, help="c: one draft forward over one target forward")
+    what.add_argument("--draft-ms", type=float, default=None, help="one draft forward, ms (with --target-ms)")
+    what.add_argument("--target-ms", type=float, default=None, help="one target forward, ms (with --draft-ms)")
+    what.add_argument("--gammas", default="1,2,3,4,5,6,8", help="γ values to evaluate (default 1,2,3,4,5,6,8)")
+    what.add_argument("--drafts", default="1", help="draft counts k to evaluate, e.g. 1,2,4 (default 1)")
+    what.add_argument("--sibling-rates", default=None,
+                      help="k > 1: acceptance of the 2nd, 3rd... try at a depth after the earlier ones failed")
+    what.add_argument("--extra-row-cost", type=float, default=0.0,
+                      help="k > 1: cost of each extra row relative to the first (0 = free rows, default)")
+    what.add_argument("--plot", metavar="FILE.html", help="also write the speedup-by-γ figure as a page")
+    what.add_argument("--json", action="store_true")
+    what.set_defaults(func=cmd_whatif)
     load = sub.add_parser("loadtest", help="many /step API sessions at once on a local server: isolation, latency, memory")
     load.add_argument("--sessions", type=int, default=30)
     load.add_argument("--steps", type=int, default=30)

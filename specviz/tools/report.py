@@ -19,7 +19,7 @@ import json
 import sys
 from pathlib import Path
 
-from ..core import rejections, theory
+from ..core import conventions, rank_analysis, rejections, theory, whatif
 from ..core.config import GAMMA_MAX, DecodeConfig
 from ..core.metrics import metric_set
 from ..engine.loading import load_pair
@@ -73,6 +73,38 @@ def best_gamma(by_gamma: dict, records: list, calls: list) -> dict:
             "thm38_curve": [theory.expected_speedup(alpha, g, c) for g in range(1, GAMMA_MAX + 1)]}
 
 
+DEFINITIONS = {
+    "acceptance_rate": "Leviathan's α: accepted / tested drafts (a draft after its round's first rejection is untested)",
+    "draft_acceptance_rate": "vLLM's: accepted / drafted tokens",
+    "mean_acceptance_length": "vLLM's: tokens per round, the resampled or bonus token included (= 1 + accepted / rounds "
+                              "when no round is cut by EOS or max tokens)",
+    "per_position_acceptance": "vLLM's: rounds that accepted position i / rounds (unconditional)",
+    "acceptance_length_histogram": "rounds by accepted drafts, 0..γ (bonus token not counted)",
+    "per_request": "each (prompt, run) is a request: α and acceptance length pooled over its rounds and as the mean of "
+                   "the requests' own figures; acceptance_length_histogram bins requests by their own length",
+    "eos": "drafts after an accepted EOS are never output and count as neither drafted, tested nor accepted",
+}
+
+
+def per_request_forms(requests: list[list]) -> dict:
+    """Pooled and per-request α and acceptance length, and the histogram of requests by acceptance length."""
+    forms = conventions.pooled_and_per_request(requests)
+    return {**forms, "acceptance_length_histogram": conventions.acceptance_length_histogram(
+        forms["acceptance_length_per_request"])}
+
+
+def report_whatif(by_gamma: dict, sibling_rates: list[float]) -> dict | None:
+    """`whatif` on the largest gamma's per-position curve and its measured cost ratio (gamma 1..8), for k = 1..4
+    drafts with the sibling rates the rank analysis predicts (rows free: extra_row_cost 0)."""
+    largest = by_gamma[max(by_gamma, key=int)]
+    if not largest["steps"] or largest.get("cost_ratio_c") is None:
+        return None
+    drafts = list(range(1, len(sibling_rates) + 2))
+    result = whatif.whatif_table(largest["per_position_acceptance"], largest["cost_ratio_c"], list(range(1, 9)),
+                                 drafts, sibling_rates)
+    return {**result, "curve_source": f"this report, γ {largest['gamma']} ({largest['steps']} rounds)"}
+
+
 def _mean_sweep(sweeps: list[dict]) -> dict | None:
     if not sweeps:
         return None
@@ -99,12 +131,12 @@ def run_report(prompts: list[str], out_dir: str | Path, *, preset=None, draft=No
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     # 2. every gamma x prompt x run, speculative and target-only side by side
-    by_gamma, rows, panels, sweeps = {}, [], [], []
+    by_gamma, rows, panels, sweeps, all_traces = {}, [], [], [], []
     primary = {"records": [], "calls": [], "prompts": []}
     pooled_records, pooled_calls = [], []
     with open(out / "traces.jsonl", "w", encoding="utf-8") as lines:
         for gi, g in enumerate(gammas):
-            g_records, g_calls = [], []
+            g_records, g_calls, g_requests = [], [], []
             for i, prompt in enumerate(prompts):
                 p_records, p_calls = [], []
                 for run, config in enumerate(configs[g]):
@@ -116,9 +148,11 @@ def run_report(prompts: list[str], out_dir: str | Path, *, preset=None, draft=No
                     for trace in traces:
                         lines.write(json.dumps({**trace.to_dict(), "prompt_index": i, "run_index": run}) + "\n")
                     records, calls = compared.timings()
+                    g_requests.append(records)
                     p_records += records
                     p_calls += calls
                     rows += rejections.tested_drafts(traces, i)
+                    all_traces += traces
                     if gi == 0 and run == 0:
                         panels.append((prompt, traces))
                         sweeps.append(temperature_sweep(pair, compared.tokens))
@@ -132,7 +166,7 @@ def run_report(prompts: list[str], out_dir: str | Path, *, preset=None, draft=No
                     primary["calls"] += p_calls
                 g_records += p_records
                 g_calls += p_calls
-            by_gamma[str(g)] = metric_set(g_records, g_calls)
+            by_gamma[str(g)] = {**metric_set(g_records, g_calls), "per_request": per_request_forms(g_requests)}
             pooled_records += g_records
             pooled_calls += g_calls
     # 3. the answer: best gamma, where and why it rejects, in words
@@ -140,14 +174,22 @@ def run_report(prompts: list[str], out_dir: str | Path, *, preset=None, draft=No
     sweep = _mean_sweep(sweeps)
     analysis = rejections.analyse(rows)
     analysis["diagnosis"] = diagnosis.diagnosis_text(analysis, best, sweep, temperature)
-    summary = {"settings": {"gamma": gammas[0], "gammas": gammas, "temperature": temperature, "top_k": top_k,
+    forms = {f"γ {g}": m["per_request"] for g, m in by_gamma.items()}
+    ranking = " ".join(x for x in (
+        conventions.ranking_disagreement(forms, "alpha_pooled", "alpha_mean_over_requests", "α"),
+        conventions.ranking_disagreement(forms, "acceptance_length_pooled", "acceptance_length_mean_over_requests",
+                                         "acceptance length")) if x)
+    ranks = rank_analysis.rank_analysis(all_traces)
+    summary = {"whatif": report_whatif(by_gamma, ranks["predicted_sibling_acceptance"]), "rank_analysis": ranks,
+               "settings": {"gamma": gammas[0], "gammas": gammas, "temperature": temperature, "top_k": top_k,
                             "top_p": top_p, "kl_budget": kl_budget, "runs": runs, "max_new_tokens": max_new_tokens,
                             "prompts": len(prompts)},
                "pair": {"name": pair.name, "draft": pair.ref.draft, "target": pair.ref.target, "device": str(pair.device),
                         "dtype": str(pair.dtype).removeprefix("torch."),
                         "draft_dtype": str(pair.draft_dtype).removeprefix("torch.")},
                "overall": metric_set(primary["records"], primary["calls"]), "prompts": primary["prompts"],
-               "by_gamma": by_gamma, "best_gamma": best, "rejection_analysis": analysis, "temperature_sweep": sweep}
+               "by_gamma": by_gamma, "best_gamma": best, "rejection_analysis": analysis, "temperature_sweep": sweep,
+               "definitions": DEFINITIONS, "conventions": list(conventions.CONVENTIONS), "ranking_note": ranking}
     (out / "summary.json").write_text(json.dumps(summary, indent=1), encoding="utf-8")
     (out / "report.html").write_text(report_page.report_html(summary, panels), encoding="utf-8")
     return summary

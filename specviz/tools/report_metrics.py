@@ -15,6 +15,15 @@ from pathlib import Path
 from ..core.production import spec_decode_summary
 from ..present import production_page
 
+DEFINITIONS = {
+    "draft_acceptance_rate": "accepted / drafted tokens (vLLM's and llama.cpp's counters; SGLang: its spec_accept_rate "
+                             "gauge as the server averages it)",
+    "mean_acceptance_length": "tokens per round, the bonus token included: 1 + accepted / drafts (SGLang: its "
+                              "spec_accept_length gauge, bonus included)",
+    "per_position_acceptance": "accepted at position i / drafts (unconditional, vLLM's form)",
+    "conditional_acceptance": "accepted at position i / accepted at position i - 1 (over tested drafts)",
+    "alpha": "Leviathan's α: accepted / tested drafts",
+}
 FETCH_TIMEOUT_S = 10
 MAX_SCRAPE_BYTES = 64 * 2**20
 
@@ -61,6 +70,7 @@ def run_metrics_report(sources: list[str], out_dir, *, cost_ratio: float | None 
     else:
         summary["cost_ratio_source"] = "--cost-ratio" if cost_ratio is not None else None
     summary["source"] = " then ".join(sources)
+    summary["definitions"] = DEFINITIONS
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     (out / "summary.json").write_text(json.dumps(summary, indent=1), encoding="utf-8")

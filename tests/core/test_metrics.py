@@ -88,3 +88,11 @@ def test_acceptance_by_depth_and_by_sibling_rank_for_trees():
     assert m["tries_by_rank"] == [5, 3, 1]
     assert m["acceptance_by_rank"] == [2 / 5, 1 / 3, 0.0]
     assert m["drafts"] == 3
+
+
+def test_drafts_after_an_accepted_eos_leave_the_drafted_count():
+    # a round that accepted an EOS as its 2nd draft: 2 accepted, 2 tested, 2 drafts never output
+    cut = StepRecord(gamma=4, n_accepted=2, n_examined=2, n_emitted=2, draft_s=0.004, target_s=0.01, step_s=0.02,
+                     after_eos=2)
+    m = metric_set([rec(4), cut])
+    assert m["draft_acceptance_rate"] == 6 / 6 and m["acceptance_rate"] == 6 / 6

@@ -98,3 +98,17 @@ def test_sglang_gauges_are_averaged():
 def test_labels_with_escaped_quotes_and_commas_parse():
     samples = production.parse_exposition('m{a="x\\"y,z",b="2"} 4 1700000000\n')
     assert samples == [("m", {"a": 'x"y,z', "b": "2"}, 4.0)]
+
+
+def test_llama_cpp_counters_read_with_vllm_definitions():
+    # llama.cpp's server exports vLLM's counter schema under llamacpp: (no _total suffix, no labels):
+    # 50 drafts of 4, 90 accepted; per position 40, 25, 15, 10 -> length 1 + 90/50 = 2.8
+    scrape = ("# TYPE llamacpp:spec_decode_num_drafts counter\nllamacpp:spec_decode_num_drafts 50\n"
+              "llamacpp:spec_decode_num_draft_tokens 200\nllamacpp:spec_decode_num_accepted_tokens 90\n"
+              + "".join(f'llamacpp:spec_decode_num_accepted_tokens_per_pos{{position="{i}"}} {n}\n'
+                        for i, n in enumerate((40, 25, 15, 10))))
+    s = production.spec_decode_summary([scrape])
+    assert s["engine"] == "llama.cpp" and s["gamma"] == 4
+    assert s["mean_acceptance_length"] == pytest.approx(2.8) and s["draft_acceptance_rate"] == pytest.approx(0.45)
+    assert s["per_position_acceptance"] == pytest.approx([0.8, 0.5, 0.3, 0.2])
+    assert s["alpha"] == pytest.approx(90 / (50 + 40 + 25 + 15))  # accepted / tested

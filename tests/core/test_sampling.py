@@ -374,3 +374,10 @@ def test_inverse_cdf_sampler_matches_its_distribution_and_skips_zeros():
     assert counts[probs == 0].sum() == 0
     assert chi_square_pvalue(counts.numpy(), probs.double().numpy()) > P_MIN
     assert sample(normalise([0, 0, 1, 0]).float(), gen) == 2
+
+
+def test_sampling_nan_probabilities_is_a_message_not_an_index_error():
+    from specviz.core.sampling import sample
+
+    with pytest.raises(ValueError, match="NaN"):
+        sample(torch.full((5,), float("nan")), torch.Generator().manual_seed(0))

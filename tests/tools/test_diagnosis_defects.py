@@ -1,4 +1,6 @@
-"""The diagnosis names a planted defect: a draft with noisy weights, a draft at another temperature.
+"""The diagnosis names a planted defect: a draft with noisy weights, a draft at another temperature, a
+greedy draft beside a sampling target, a broken head (acceptance length about 1), token ids that
+mean other tokens (a tokenizer mismatch), NaN logits.
 
 Two prompts, 40 new tokens, gamma 4, seed 0 each (two thirds of the calibration run below). The
 thresholds the findings use (argmax agreement < 0.5, entropy ratio outside [0.6, 1.6]) sit far
@@ -8,6 +10,9 @@ agreement 0.82, ratio 0.99; noisy weights: agreement 0.20; draft at T 0.4: ratio
 """
 from __future__ import annotations
 
+import math
+from dataclasses import replace
+
 import pytest
 
 from specviz.core import rejections
@@ -15,17 +20,21 @@ from specviz.core.config import DecodeConfig
 from specviz.engine.decoders import SpeculativeDecoder
 from specviz.engine.loading import load_pair
 from specviz.present.diagnosis import diagnosis_text
-from tests.defects import TemperedDraft, noisy_draft
+from tests.defects import GreedyDraft, NaNDraft, PermutedDraft, TemperedDraft, ShiftedHeadDraft, noisy_draft
 
 PROMPTS = ("ROMEO.\nBut soft", "KING.\nNow is the time")
 
 
-def analysis_of(pair, decoder=SpeculativeDecoder) -> dict:
+def analysis_rows(pair, decoder=SpeculativeDecoder) -> list:
     rows = []
     for i, prompt in enumerate(PROMPTS):
         dec = decoder(pair, prompt, DecodeConfig(gamma=4, max_new_tokens=40, seed=0))
         rows += rejections.tested_drafts(dec.run(), i)
-    analysis = rejections.analyse(rows)
+    return rows
+
+
+def analysis_of(pair, decoder=SpeculativeDecoder) -> dict:
+    analysis = rejections.analyse(analysis_rows(pair, decoder))
     analysis["diagnosis"] = diagnosis_text(analysis, None, None, 1.0)
     return analysis
 
@@ -54,3 +63,36 @@ def test_a_draft_at_another_temperature_is_named_a_temperature_mismatch(pair, dr
     a = analysis_of(pair, decoder)
     assert "Temperature mismatch" in a["diagnosis"] and side in a["diagnosis"]
     assert "models a different distribution" not in a["diagnosis"]
+
+
+def test_a_greedy_draft_beside_a_sampling_target_is_named(pair):
+    a = analysis_of(pair, GreedyDraft)
+    assert a["findings"]["greedy_draft"] and "Greedy draft" in a["diagnosis"]
+    assert "Temperature mismatch" not in a["diagnosis"]
+
+
+def test_a_broken_head_gives_acceptance_length_about_one(pair):
+    a = analysis_of(pair, ShiftedHeadDraft)
+    assert a["findings"]["acceptance_rate"] < 0.2 and "Acceptance length ≈ 1" in a["diagnosis"]
+
+
+def test_token_ids_that_mean_other_tokens_are_named_a_tokenizer_mismatch(pair):
+    a = analysis_of(pair, PermutedDraft)
+    assert a["findings"]["ids_mismatch"] and "Tokenizer mismatch" in a["diagnosis"]
+
+
+def test_nan_logits_are_refused_by_the_engine_and_named_in_a_foreign_run(pair):
+    with pytest.raises(ValueError, match="NaN"):
+        NaNDraft(pair, PROMPTS[0], DecodeConfig(gamma=4, max_new_tokens=8, seed=0)).run()
+    # a run recorded by an engine without that check: p is NaN, and u < NaN is false, so nothing is accepted
+    rows = [replace(r, target_prob=math.nan, accepted=False) for r in analysis_rows(pair)]
+    analysis = rejections.analyse(rows)
+    text = diagnosis_text(analysis, None, None, 1.0)
+    assert analysis["findings"]["non_finite_probabilities"] == len(rows)
+    assert "NaN logits" in text and "Every tested draft was rejected" in text
+
+
+def test_the_bundled_pair_trips_no_misconfiguration(pair):
+    f = analysis_of(pair)["findings"]
+    assert not any(f[k] for k in ("greedy_draft", "not_drafting", "ids_mismatch", "all_or_nothing",
+                                  "non_finite_probabilities"))

@@ -7,6 +7,8 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 from specviz.core.config import DecodeConfig
 from specviz.core.metrics import metric_set
 from specviz.core.trace import StepRecord
@@ -53,7 +55,17 @@ def test_report_writes_summary_traces_and_a_self_contained_page(tmp_path):
     assert all(t["n"] >= analysis["min_support"] for t in analysis["most_rejected"])
     assert analysis["diagnosis"].startswith(("Best γ", "Speculative decoding is slower"))
     assert all("target_entropy" in p for x in lines for p in x["positions"])
+    # per request (prompt x run): pooled beside the mean over requests, and the requests' histogram
+    for gamma in (3, 1):
+        forms = summary["by_gamma"][str(gamma)]["per_request"]
+        mine = [StepRecord(**x["record"]) for x in lines if x["gamma"] == gamma]
+        assert forms["requests"] == 4 and sum(forms["acceptance_length_histogram"]["counts"]) == 4
+        assert forms["alpha_pooled"] == pytest.approx(sum(r.n_accepted for r in mine) / sum(r.n_examined for r in mine))
+    assert "acceptance_rate" in summary["definitions"] and summary["conventions"]
+    assert summary["whatif"]["table"][0]["gamma"] == 1
     page = (tmp_path / "r" / "report.html").read_text()
+    for div in ("per-request-histogram", "pooled-per-request", "conventions", "whatif"):
+        assert f"id='{div}'" in page or f'id="{div}"' in page
     assert "<script src" not in page and page.count("* plotly.js v") == 1  # one inlined bundle, offline
     assert len(page.encode()) < 5_000_000
     assert page.index("id='diagnosis'") < page.index("speedup-by-gamma") < page.index("prompt-panels")

@@ -23,6 +23,7 @@ def test_one_scrape_file_writes_summary_and_page(tmp_path):
     assert out.returncode == 0, out.stderr
     summary = json.loads((tmp_path / "r" / "summary.json").read_text())
     assert summary["draft_acceptance_rate"] == pytest.approx(280 / 600) and summary["best_gamma"] >= 1
+    assert {"draft_acceptance_rate", "mean_acceptance_length", "alpha"} <= set(summary["definitions"])
     page = (tmp_path / "r" / "report.html").read_text()
     assert page.count("* plotly.js v") == 1 and "Acceptance by drafted position" in page
 

@@ -1,0 +1,130 @@
+"""What if: expected acceptance length and speedup at other gamma and draft counts, from a measured
+per-position acceptance curve and a cost ratio, before changing a server's num_speculative_tokens.
+
+Two forms of a per-position curve (both 1-based position i = 1..n):
+  unconditional  a_i = P(drafts 1..i all accepted): vLLM's per-position acceptance, "accepted at
+                 position i / drafts" (vllm:spec_decode_num_accepted_tokens_per_pos over
+                 vllm:spec_decode_num_drafts). Non-increasing.
+  conditional    b_i = P(draft i accepted | drafts 1..i-1 accepted) = a_i / a_{i-1} (a_0 = 1): the
+                 rate among the drafts the target actually tested at position i. Leviathan et al.'s
+                 alpha (2023, Sec. 3.1) is the special case b_i = alpha for every i.
+
+The maths (exact under the one assumption stated in `acceptance_length`):
+  Accepting draft i needs drafts 1..i accepted, and a draft is tested the same way whatever gamma
+  is, so a run's a_i holds for every gamma >= i. The accepted count N of a round at gamma satisfies
+  P(N >= i) = a_i, hence E[N] = sum_{i=1..gamma} a_i, and a round emits N + 1 tokens (the resampled
+  or bonus token included):
+      acceptance length  L(gamma) = 1 + a_1 + ... + a_gamma.
+  With b_i = alpha this is (1 - alpha^(gamma+1)) / (1 - alpha), Leviathan Eq. (1).
+  A round costs gamma draft forwards and one target pass; target-only costs one pass a token, so with
+  c = draft forward / target forward (Thm 3.8's cost model)
+      speedup  S(gamma) = L(gamma) / (gamma c + 1),
+  which with b_i = alpha is Leviathan et al. Thm 3.8. One target pass a round: tokens per target
+  pass = L.
+  Beyond the measured positions (gamma > n) the last measured conditional rate b_n is assumed for
+  every further position (`extend`), the i.i.d. model Thm 3.8 uses throughout.
+
+Several drafts (k chains, verified as a tree: `core.tree`, SpecInfer's multi-draft sampling): a depth
+is accepted when any of its k tries is. The first try is accepted with b_i; after it fails the next
+try is judged against the residual and is accepted with s_1, the one after with s_2, ... (the
+sibling rates: measured by `acceptance_by_rank` of a multi-draft run, or predicted from the residuals
+of single-draft rejections by `core.rank_analysis`). So
+      b_i(k) = 1 - (1 - b_i) (1 - s_1) ... (1 - s_{k-1}),   a_i(k) = b_1(k) ... b_i(k),
+taking the sibling rates as the same at every depth and k tries at every depth (a tree that branches k
+ways at each depth; with k independent chains fewer chains survive below the first depth, so for them
+this is an upper bound). A round then costs (gamma c + 1)(1 + rho (k - 1)):
+rho is what one more row costs relative to the first (0 on an accelerator with rows to spare; the
+README's CPU measured 0.1 to 0.4).
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+
+def _check_rates(name: str, values: Sequence[float]) -> list[float]:
+    out = [float(v) for v in values]
+    if not out:
+        raise ValueError(f"{name} needs at least one rate")
+    for v in out:
+        if not (math.isfinite(v) and 0.0 <= v <= 1.0):
+            raise ValueError(f"{name} takes rates in [0, 1], not {v!r}")
+    return out
+
+
+def check_unconditional(curve: Sequence[float]) -> list[float]:
+    """A vLLM-style per-position curve: rates in [0, 1], never rising (position i needs i - 1 accepted)."""
+    out = _check_rates("--per-position", curve)
+    for i in range(1, len(out)):
+        if out[i] > out[i - 1] + 1e-9:
+            raise ValueError(f"--per-position must not rise (accepted at position i over drafts, vLLM's form): "
+                             f"position {i + 1} has {out[i]:g} > position {i}'s {out[i - 1]:g}; "
+                             "rates over tested drafts (conditional) multiply into this form: a_i = b_1 b_2 ... b_i")
+    return out
+
+
+def conditional_from_unconditional(curve: Sequence[float]) -> list[float]:
+    """b_i = a_i / a_{i-1} (a_0 = 1); a position never reached (a_{i-1} = 0) gets b_i = 0."""
+    a = check_unconditional(curve)
+    return [a[i] / (a[i - 1] if i else 1.0) if (a[i - 1] if i else 1.0) > 0 else 0.0 for i in range(len(a))]
+
+
+def unconditional_from_conditional(rates: Sequence[float]) -> list[float]:
+    """a_i = b_1 b_2 ... b_i."""
+    out, running = [], 1.0
+    for b in _check_rates("conditional rates", rates):
+        running *= b
+        out.append(running)
+    return out
+
+
+def extend(curve: Sequence[float], gamma: int) -> list[float]:
+    """The unconditional curve to `gamma` positions: measured ones as they are, further ones with the
+    last measured conditional rate."""
+    a = check_unconditional(curve)
+    tail = conditional_from_unconditional(a)[-1]
+    while len(a) < gamma:
+        a.append(a[-1] * tail)
+    return a[:gamma]
+
+
+def acceptance_length(curve: Sequence[float], gamma: int) -> float:
+    """Expected tokens a round emits, bonus included: 1 + a_1 + ... + a_gamma (assumes a position's
+    acceptance does not depend on how many drafts follow it, true of exact speculative sampling)."""
+    return 1.0 + sum(extend(curve, gamma))
+
+
+def with_drafts(curve: Sequence[float], gamma: int, drafts: int, sibling_rates: Sequence[float] = ()) -> list[float]:
+    """The unconditional curve at gamma with k = `drafts` tries per depth (see the module's doc)."""
+    if drafts > 1 and len(sibling_rates) < drafts - 1:
+        raise ValueError(f"--drafts {drafts} needs the acceptance of the 2nd..{drafts}th try at a depth "
+                         f"(--sibling-rates, {drafts - 1} values; or a report with a multi-draft run or a rank analysis)")
+    siblings = _check_rates("--sibling-rates", sibling_rates)[: drafts - 1] if drafts > 1 else []
+    miss_siblings = math.prod(1.0 - s for s in siblings)  # every later try at a depth fails too
+    conditional = conditional_from_unconditional(extend(curve, gamma))
+    return unconditional_from_conditional([1.0 - (1.0 - b) * miss_siblings for b in conditional])
+
+
+def speedup(length: float, gamma: int, cost_ratio: float, drafts: int = 1, extra_row_cost: float = 0.0) -> float:
+    """Expected tokens per unit of target-only time: L / ((gamma c + 1)(1 + rho (k - 1)))  (Thm 3.8's cost model)."""
+    return length / ((gamma * cost_ratio + 1.0) * (1.0 + extra_row_cost * (drafts - 1)))
+
+
+def whatif_table(curve: Sequence[float], cost_ratio: float, gammas: Sequence[int], drafts: Sequence[int] = (1,),
+                 sibling_rates: Sequence[float] = (), extra_row_cost: float = 0.0) -> dict:
+    """One row per (gamma, k): gamma, drafts, acceptance_length (bonus included; also the tokens per target
+    pass) and speedup; `best` is the row of the highest speedup (ties: the smaller gamma, then k)."""
+    if not (math.isfinite(cost_ratio) and cost_ratio >= 0):
+        raise ValueError(f"--cost-ratio must be a number >= 0, not {cost_ratio!r}")
+    if not (math.isfinite(extra_row_cost) and extra_row_cost >= 0):
+        raise ValueError(f"--extra-row-cost must be a number >= 0, not {extra_row_cost!r}")
+    rows = []
+    for k in drafts:
+        for g in gammas:
+            length = 1.0 + sum(with_drafts(curve, g, k, sibling_rates))
+            rows.append({"gamma": g, "drafts": k, "acceptance_length": length,
+                         "speedup": speedup(length, g, cost_ratio, k, extra_row_cost)})
+    best = max(rows, key=lambda r: (r["speedup"], -r["gamma"], -r["drafts"]))
+    return {"table": rows, "best": best, "per_position": check_unconditional(curve),
+            "conditional": conditional_from_unconditional(curve), "cost_ratio_c": cost_ratio,
+            "extra_row_cost": extra_row_cost, "sibling_rates": list(sibling_rates)}

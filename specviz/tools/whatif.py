@@ -1,0 +1,124 @@
+"""`python -m specviz whatif`: expected acceptance length and speedup at other gamma and draft counts.
+
+The curve comes from `--per-position` (vLLM's unconditional form: accepted at position i / drafts),
+from a report folder (`--from-report DIR`: the largest gamma's per-position acceptance, its measured
+cost ratio and, for k > 1, the sibling rates its rank analysis predicts) or from one or two
+Prometheus scrapes (`--from-metrics FILE`). The maths is `specviz.core.whatif`.
+"""
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+from ..core import whatif
+from ..core.config import DRAFTS_MAX, DRAFTS_MIN, GAMMA_MAX, GAMMA_MIN
+from ..core.production import spec_decode_summary
+
+
+def parse_rates(flag: str, text: str) -> list[float]:
+    try:
+        return [float(x) for x in str(text).split(",") if x.strip()]
+    except ValueError:
+        raise ValueError(f"{flag} takes comma-separated rates in [0, 1] (e.g. 0.9,0.75,0.6), not {text!r}") from None
+
+
+def parse_whole_list(flag: str, text: str, low: int, high: int) -> list[int]:
+    out = []
+    for item in str(text).split(","):
+        try:
+            value = int(item.strip())
+        except ValueError:
+            value = None
+        if value is None or not low <= value <= high:
+            raise ValueError(f"{flag} takes whole numbers in {low}..{high} separated by commas, not {text!r}")
+        if value not in out:
+            out.append(value)
+    return out
+
+
+def curve_from_report(folder: str) -> dict:
+    """The largest gamma's unconditional per-position acceptance and cost ratio from a report's summary.json."""
+    path = Path(folder) / "summary.json"
+    try:
+        summary = json.loads(path.read_text(encoding="utf-8"))
+        by_gamma = summary["by_gamma"]
+    except (OSError, ValueError, KeyError, TypeError) as err:
+        raise ValueError(f"--from-report {folder!r} has no readable report summary.json ({err})") from None
+    gamma = max(by_gamma, key=int)
+    sibling = (summary.get("rank_analysis") or {}).get("predicted_sibling_acceptance") or []
+    return {"per_position": by_gamma[gamma]["per_position_acceptance"], "cost_ratio": by_gamma[gamma].get("cost_ratio_c"),
+            "sibling_rates": sibling, "source": f"report {folder}, γ {gamma} ({by_gamma[gamma]['steps']} steps)"}
+
+
+def curve_from_metrics(sources: list[str]) -> dict:
+    """vLLM's per-position counters; without them (llama.cpp, SGLang) the i.i.d. curve alpha^i of the mean length."""
+    from .report_metrics import read_scrape
+
+    s = spec_decode_summary([read_scrape(x) for x in sources])
+    if s.get("per_position_acceptance"):
+        return {"per_position": s["per_position_acceptance"], "cost_ratio": None, "sibling_rates": [],
+                "source": f"{s['engine']} per-position counters ({s['interval']})"}
+    if s.get("alpha") is None or not s.get("gamma"):
+        raise ValueError(f"--from-metrics: the {s['engine']} scrape gives no per-position counts and no γ to "
+                         "infer them from; give --per-position instead")
+    return {"per_position": [s["alpha"] ** i for i in range(1, s["gamma"] + 1)], "cost_ratio": None,
+            "sibling_rates": [], "source": f"{s['engine']} mean acceptance length as i.i.d. α {s['alpha']:.3f} ({s['interval']})"}
+
+
+def cost_ratio_from(cost_ratio: float | None, draft_ms: float | None, target_ms: float | None,
+                    fallback: float | None) -> tuple[float, str]:
+    if cost_ratio is not None:
+        return cost_ratio, "--cost-ratio"
+    if draft_ms is not None or target_ms is not None:
+        if draft_ms is None or target_ms is None:
+            raise ValueError("--draft-ms and --target-ms go together (one draft forward and one target forward, ms)")
+        if not (math.isfinite(draft_ms) and math.isfinite(target_ms) and draft_ms >= 0 and target_ms > 0):
+            raise ValueError(f"--draft-ms must be >= 0 and --target-ms > 0, not {draft_ms!r} and {target_ms!r}")
+        return draft_ms / target_ms, "--draft-ms / --target-ms"
+    if fallback is not None:
+        return fallback, "measured in the report"
+    raise ValueError("whatif needs a cost ratio: --cost-ratio C (draft forward / target forward) or --draft-ms and "
+                     "--target-ms")
+
+
+def run_whatif(*, per_position: str | None = None, from_report: str | None = None, from_metrics: list | None = None,
+               cost_ratio: float | None = None, draft_ms: float | None = None, target_ms: float | None = None,
+               gammas: str = "1,2,3,4,5,6,8", drafts: str = "1", sibling_rates: str | None = None,
+               extra_row_cost: float = 0.0) -> dict:
+    if sum(x is not None and x != [] for x in (per_position, from_report, from_metrics)) != 1:
+        raise ValueError("whatif takes exactly one curve: --per-position RATES, --from-report DIR or --from-metrics FILE")
+    gamma_list = parse_whole_list("--gammas", gammas, GAMMA_MIN, GAMMA_MAX)
+    draft_list = parse_whole_list("--drafts", drafts, DRAFTS_MIN, DRAFTS_MAX)
+    if per_position is not None:
+        source = {"per_position": parse_rates("--per-position", per_position), "cost_ratio": None,
+                  "sibling_rates": [], "source": "--per-position"}
+    elif from_report is not None:
+        source = curve_from_report(from_report)
+    else:
+        source = curve_from_metrics(from_metrics)
+    c, c_source = cost_ratio_from(cost_ratio, draft_ms, target_ms, source["cost_ratio"])
+    siblings = parse_rates("--sibling-rates", sibling_rates) if sibling_rates else source["sibling_rates"]
+    result = whatif.whatif_table(source["per_position"], c, gamma_list, draft_list, siblings, extra_row_cost)
+    return {**result, "curve_source": source["source"], "cost_ratio_source": c_source,
+            "definition": "acceptance_length: expected tokens per round, the resampled or bonus token included "
+                          "(= tokens per target pass); per_position: accepted at position i / rounds (vLLM's form)"}
+
+
+def whatif_text(result: dict) -> str:
+    lines = [f"curve: {result['curve_source']}; c = {result['cost_ratio_c']:.3f} ({result['cost_ratio_source']})",
+             "gamma  drafts  acceptance_length  tokens/target pass  speedup"]
+    for r in result["table"]:
+        lines.append(f"{r['gamma']:5d}  {r['drafts']:6d}  {r['acceptance_length']:17.3f}  "
+                     f"{r['acceptance_length']:18.3f}  {r['speedup']:7.3f}")
+    b = result["best"]
+    lines.append(f"best: gamma {b['gamma']}, drafts {b['drafts']}: x{b['speedup']:.3f} "
+                 f"(acceptance length {b['acceptance_length']:.3f})")
+    return "\n".join(lines)
+
+
+def write_plot(result: dict, path: str) -> None:
+    from ..present.report_page import figure_div, page
+    from ..present.whatif_figures import whatif_figure
+
+    Path(path).write_text(page("specviz whatif", figure_div(whatif_figure(result), "whatif-plot")), encoding="utf-8")
