@@ -206,7 +206,7 @@ def cmd_loadtest(args) -> int:
     return 0 if result["errors"] == 0 else 1
 
 
-OWN_PARSERS = {"train": "specviz.tools.train", "modelcard": "specviz.tools.modelcard",
+OWN_PARSERS = {"train": "specviz.tools.train", "corpus": "specviz.tools.corpus", "modelcard": "specviz.tools.modelcard",
                "distill-smollm2": "specviz.tools.distill"}
 
 

@@ -29,7 +29,6 @@ import argparse
 import glob
 import json
 import math
-import os
 import random
 import time
 from pathlib import Path
@@ -39,7 +38,6 @@ import torch
 from ..engine import smollm2
 
 DEFAULT_OUT = Path(__file__).resolve().parents[2] / "assets" / "models" / "smollm2-draft"
-CORPUS = Path(os.environ.get("SPECVIZ_CORPORA", Path(__file__).resolve().parents[3] / "shared" / "corpora")) / "shakespeare"
 
 TOPICS = (
     "photosynthesis", "the water cycle", "volcanoes", "earthquakes", "the moon's phases", "black holes",
@@ -152,7 +150,7 @@ def generate(args) -> None:
         shard += 1
     # Shakespeare: passages scored in one forward pass (the whole passage is "answer")
     if args.shakespeare_tokens and not (work / "data" / "shakespeare.pt").exists():
-        texts = sorted(CORPUS.glob("*.txt"))
+        texts = sorted(Path(args.corpus).glob("*.txt")) if args.corpus else []
         rng = random.Random(args.seed)
         rows, total, t0 = [], 0, time.perf_counter()
         while total < args.shakespeare_tokens and texts:
@@ -402,6 +400,8 @@ def main(argv=None) -> None:
     parser.add_argument("--temperatures", default="1.0,0.7,1.0,1.2")
     parser.add_argument("--top-k", type=int, default=32, help="target log-probabilities kept per position")
     parser.add_argument("--shakespeare-tokens", type=int, default=20000)
+    parser.add_argument("--corpus", default=None,
+                        help="folder of Shakespeare .txt works for the passages (`python -m specviz corpus --out DIR`)")
     parser.add_argument("--vocab", type=int, default=8192, help="the draft's vocabulary size")
     parser.add_argument("--layers", default="0,1", help="target layers the draft starts from")
     parser.add_argument("--lr", type=float, default=5e-4)
@@ -425,6 +425,8 @@ def main(argv=None) -> None:
         stages = {"generate": generate, "vocab": vocab, "train": train, "save": save, "evaluate": evaluate}
     if args.stage not in stages and args.stage != "all":
         parser.error(f"the {args.stage} stage belongs to --draft features")
+    if args.stage in ("generate", "all") and args.shakespeare_tokens and not args.corpus:
+        parser.error("--shakespeare-tokens needs --corpus DIR (python -m specviz corpus --out DIR), or 0")
     for stage in stages if args.stage == "all" else (args.stage,):
         stages[stage](args)
 

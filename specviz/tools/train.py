@@ -31,7 +31,6 @@ from tqdm import tqdm
 
 from ..engine.presets import ASSETS
 
-DEFAULT_CORPUS = Path(__file__).resolve().parents[3] / "shared" / "corpora" / "shakespeare"
 DEFAULT_OUT = ASSETS
 VALIDATION_WORKS = ("julius_caesar.txt", "twelfth_night.txt")
 EOS = "<|endoftext|>"
@@ -232,7 +231,8 @@ def export(model, tok, out_dir: Path, report: dict):
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="specviz train", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--stage", choices=["tokenizer", "target", "draft", "plain-draft", "all"], default="all")
-    ap.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
+    ap.add_argument("--corpus", type=Path, required=True,
+                    help="a folder of .txt works (`python -m specviz corpus --out DIR` writes the bundled pair's)")
     ap.add_argument("--out", type=Path, default=DEFAULT_OUT)
     ap.add_argument("--checkpoints", type=Path, default=Path("checkpoints"))
     ap.add_argument("--vocab-size", type=int, default=4096)

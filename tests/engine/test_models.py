@@ -55,8 +55,15 @@ def test_unknown_preset_and_unreachable_hub_id_give_clear_errors():
 
 
 def test_training_script_produces_loadable_folders(tmp_path):
-    """A seconds-long run on a slice of the corpus writes folders from_pretrained loads."""
-    out = subprocess.run([sys.executable, "-m", "specviz", "train", "--limit-chars", "2000", "--minutes", "0.02",
+    """A seconds-long run on a corpus of the test's own writes folders from_pretrained loads (the repository
+    carries no corpus: `python -m specviz corpus` fetches the bundled pair's)."""
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    for i, name in enumerate(("a_play", "julius_caesar", "twelfth_night")):
+        (corpus / f"{name}.txt").write_text(f"ACT {i}. SCENE I.\nFirst Citizen. Before we proceed any further, hear me "
+                                            f"speak.\nAll. Speak, speak.\n" * 20)
+    out = subprocess.run([sys.executable, "-m", "specviz", "train", "--corpus", str(corpus), "--limit-chars", "2000",
+                          "--minutes", "0.02",
                           "--target-arch", "1", "32", "2", "--draft-arch", "1", "16", "2", "--vocab-size", "300",
                           "--out", str(tmp_path / "models"), "--checkpoints", str(tmp_path / "ck")],
                          capture_output=True, text=True, timeout=300)
