@@ -6,7 +6,7 @@ from pathlib import Path
 
 import gradio as gr
 
-from ..engine.loading import load_pair
+from ..engine.loading import check_offer, load_pair
 from ..engine.presets import ModelLoadError, default_preset
 from ..engine.settings import current as current_deployment
 from ..present.palette import css_variables
@@ -33,6 +33,7 @@ def launch(demo: gr.Blocks | None = None, **kwargs):
     """Load the default pair, build the page, serve it; returns gradio's (app, local_url, share_url)."""
     os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
     _record_exposure(kwargs)
+    check_offer()  # offered pairs that would unload each other stop the server before it serves
     try:  # load the default pair before the first visitor arrives; a failure shows on the first Step
         load_pair(default_preset())
     except ModelLoadError as err:

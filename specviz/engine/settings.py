@@ -64,7 +64,7 @@ class Deployment:
     preset: str                       # SPECVIZ_PRESET: the page's default pair (default "shakespeare")
     allow_custom_models: bool         # SPECVIZ_ALLOW_CUSTOM_MODELS, else: not on a Space
     max_custom_params: int            # SPECVIZ_MAX_CUSTOM_PARAMS: per model of your own pair (default 4e9)
-    max_pairs: int                    # SPECVIZ_MAX_PAIRS: pairs kept loaded per device (default 1)
+    max_pairs: int | None             # SPECVIZ_MAX_PAIRS: pairs kept loaded per device (None: loading.pairs_kept)
     warm_runs: int                    # SPECVIZ_WARM_RUNS: runs that keep their KV caches (default 32)
     concurrency: int                  # SPECVIZ_CONCURRENCY: model-bound events at once, all tabs (default 2)
     stateless_steps: bool             # SPACES_ZERO_GPU (set by ZeroGPU) or SPECVIZ_STATELESS_STEPS=1
@@ -76,6 +76,9 @@ class Deployment:
     session_capacity: int = 1000      # SPECVIZ_SESSION_CAPACITY: sessions gradio keeps (default 1000)
     cuda_graphs: bool = True          # SPECVIZ_CUDA_GRAPHS: static KV cache + CUDA graphs on a CUDA device (default 1)
     draft_bf16: bool = True           # SPECVIZ_DRAFT_BF16: a large draft in bfloat16 on a bf16-capable CPU (default 1)
+    max_prompt_tokens: int | None = None  # SPECVIZ_MAX_PROMPT_TOKENS: prompt tokens per run; None: each pair's measured default
+    event_timeout_s: int = 60         # SPECVIZ_EVENT_TIMEOUT_S: a model-bound event stops after this long (default 60)
+    warm_bytes: int | None = None     # SPECVIZ_WARM_BYTES: KV bytes all warm runs hold; None: memory.WARM_SHARE of the device's
 
     @classmethod
     def from_environ(cls, environ=None) -> "Deployment":
@@ -96,7 +99,8 @@ class Deployment:
             preset=preset,
             allow_custom_models=custom,
             max_custom_params=_count(env, "SPECVIZ_MAX_CUSTOM_PARAMS", "4e9", 1, 1e13),
-            max_pairs=_count(env, "SPECVIZ_MAX_PAIRS", "1", 1, 16),
+            max_pairs=(_count(env, "SPECVIZ_MAX_PAIRS", "1", 1, 16)
+                       if env.get("SPECVIZ_MAX_PAIRS") is not None else None),
             warm_runs=_count(env, "SPECVIZ_WARM_RUNS", "32", 1, 10_000),
             concurrency=_count(env, "SPECVIZ_CONCURRENCY", "2", 1, 64),
             stateless_steps=bool(_flag(env, "SPACES_ZERO_GPU") or _flag(env, "SPECVIZ_STATELESS_STEPS")),
@@ -108,6 +112,11 @@ class Deployment:
             session_capacity=_count(env, "SPECVIZ_SESSION_CAPACITY", "1000", 10, 1_000_000),
             cuda_graphs=_flag(env, "SPECVIZ_CUDA_GRAPHS") is not False,
             draft_bf16=_flag(env, "SPECVIZ_DRAFT_BF16") is not False,
+            max_prompt_tokens=(_count(env, "SPECVIZ_MAX_PROMPT_TOKENS", "0", 1, 1_000_000)
+                               if env.get("SPECVIZ_MAX_PROMPT_TOKENS") is not None else None),
+            event_timeout_s=_count(env, "SPECVIZ_EVENT_TIMEOUT_S", "60", 1, 86_400),
+            warm_bytes=(_count(env, "SPECVIZ_WARM_BYTES", "0", 1 << 20, 1e15)
+                        if env.get("SPECVIZ_WARM_BYTES") is not None else None),
         )
 
 
