@@ -74,8 +74,7 @@ class HeavySlots:
             raise ServerBusy("the server is reading other visitors' long prompts right now; try again in a few "
                              "seconds, or use a shorter prompt")
         try:
-            wait = remaining()
-            if not self._running.acquire(timeout=wait if wait is not None else -1):
+            if not self._running.acquire(timeout=remaining()):  # None: as long as it takes
                 check()  # the wait used up the event's time
                 raise EventTimeout("no slot for a long prompt came free in time (SPECVIZ_EVENT_TIMEOUT_S)")
             try:

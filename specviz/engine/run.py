@@ -109,8 +109,8 @@ class WarmRuns:
     def key(self) -> int:
         return next(self._keys)
 
-    def budget(self, run: ComparedRun) -> int:
-        return self.budget_bytes if self.budget_bytes is not None else memory.warm_budget(run.spec.pair.device)
+    def budget(self, device) -> int:
+        return self.budget_bytes if self.budget_bytes is not None else memory.warm_budget(device)
 
     def touch(self, run: ComparedRun) -> None:
         """`run` just stepped: it is the warmest; runs beyond the capacity, then the coldest while the warm
@@ -121,10 +121,11 @@ class WarmRuns:
             self._order.pop(run.key, None)
             self._order[run.key] = weakref.ref(run)
             cold = [self._order.popitem(last=False)[1]() for _ in range(len(self._order) - self.capacity)]
-            if run.spec is not None:
+            spec = run.spec  # read once: another thread may hibernate the run meanwhile
+            if spec is not None:
                 runs = [ref() for ref in self._order.values()]
                 held = [other.kv_bytes() if other is not None else 0 for other in runs]
-                total, budget = sum(held), self.budget(run)
+                total, budget = sum(held), self.budget(spec.pair.device)
                 while total > budget and len(self._order) > 1:
                     self._order.popitem(last=False)
                     cold.append(runs.pop(0))
