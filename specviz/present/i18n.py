@@ -397,7 +397,7 @@ ZH = {
     "msg.settings_changed": "设置已更改：已用新设置开始新的运行。",
     "msg.finished": "生成结束（EOS 或达到最大生成 token 数）。",
     "msg.graphs_captured": "已为两个模型捕获 CUDA Graph，用时 {s} 秒（每次运行一次，在第一次计时的单步之前）。",
-    "msg.caches_rebuilt": "此运行的 KV 缓存曾为其他运行或模型对释放（内存由所有访问者共享），已先根据其词元重建，用时 {s} 秒（不计入本步的计时）。",
+    "msg.caches_rebuilt": "此运行的 KV 缓存曾为其他运行或模型对释放（内存由所有访问者共享），已先根据其 token 重建，用时 {s} 秒（不计入本步的计时）。",
     "msg.cannot_step": "无法用这些设置运行（{detail}）",
     "msg.done_reset": "生成已结束：请按重置（或更改某项设置）重新开始",
     "msg.models_failed": "模型运行失败：{detail}",

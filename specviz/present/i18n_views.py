@@ -498,7 +498,7 @@ ZH = {
     "err.view_step": "当前显示的步必须是 1..{hi} 之间的整数，而不是 {value}",
     "err.expired": "你之前的运行已有 {minutes} 分钟没有操作，已被释放",
     "err.made_room": "为了给其他访问者腾出资源，你之前的运行已被释放",
-    "err.prompt_tokens": "对这对模型而言，提示词有 {n} 个词元；上限为 {limit} 个词元（SPECVIZ_MAX_PROMPT_TOKENS）",
+    "err.prompt_tokens": "对这对模型而言，提示词有 {n} 个 token；上限为 {limit} 个 token（SPECVIZ_MAX_PROMPT_TOKENS）",
     "err.event_timeout": "此操作超过 {s} 秒（SPECVIZ_EVENT_TIMEOUT_S），已被停止；你的运行保持在操作之前的状态：请换用更短的提示词",
     "err.busy": "服务器此刻正在读取其他访问者的长提示词；请几秒后重试，或换用更短的提示词",
     "err.new_run": "{why}：这次单步开始了新的运行。",

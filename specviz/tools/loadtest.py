@@ -262,6 +262,15 @@ class Visitor:
         self.client.close()
 
 
+def _once(url: str, preset: str, prompt: str, **values) -> tuple[float, str]:
+    """A new visitor's first Step (a session of its own), then it leaves."""
+    visitor = Visitor(url, preset)
+    try:
+        return visitor.step(prompt, **values)
+    finally:
+        visitor.close()
+
+
 def _in_threads(calls) -> list:
     """Run each call in a thread of its own, all at once; their results in order (each bounded by its client)."""
     results = [None] * len(calls)
@@ -286,23 +295,23 @@ def run_attacks(heavy: str = "smollm2-local", light: str = "shakespeare", altern
     with Server(space) as server, RssPeak(server) as rss:
         out["rss_start_mib"] = round(server.rss_mib(), 1)
         say("1. warm-up: a light Step, and the heavy pair loaded by a short prompt")
-        out["light_first_s"], _ = Visitor(server.url, light).step("KING.\nNow is the time")
-        out["heavy_load_s"], _ = Visitor(server.url, heavy).step("Why is the sky blue?")
+        out["light_first_s"], _ = _once(server.url, light, "KING.\nNow is the time")
+        out["heavy_load_s"], _ = _once(server.url, heavy, "Why is the sky blue?")
         say("2. a prompt of 20,000 digits (one token each)")
-        out["digits_s"], out["digits_message"] = Visitor(server.url, heavy).step("1234567890" * 2000)
+        out["digits_s"], out["digits_message"] = _once(server.url, heavy, "1234567890" * 2000)
         limit, overhead = _token_limit(out["digits_message"])
         out["prompt_token_limit"] = limit
         longest = lambda digit: digit * (limit - overhead)  # noqa: E731 - exactly the limit, with the template
         say(f"3. the longest prompt allowed ({limit} tokens), alone")
-        out["longest_s"], out["longest_message"] = Visitor(server.url, heavy).step(longest("7"))
+        out["longest_s"], out["longest_message"] = _once(server.url, heavy, longest("7"))
         say("4. two of those at once, and a light visitor's Steps meanwhile")
         light_visitor = Visitor(server.url, light)
 
         def light_steps():
             time.sleep(0.5)  # the heavy ones are in
-            return [light_visitor.step("KING.\nNow is the time", seed=s)[0] for s in range(3)]
-        first, second, light_s = _in_threads([lambda: Visitor(server.url, heavy).step(longest("3")),
-                                              lambda: Visitor(server.url, heavy).step(longest("5")), light_steps])
+            return [light_visitor.step("KING.\nNow is the time")[0] for _ in range(3)]
+        first, second, light_s = _in_threads([lambda: _once(server.url, heavy, longest("3")),
+                                              lambda: _once(server.url, heavy, longest("5")), light_steps])
         out.update(two_heavy_s=[first[0], second[0]], two_heavy_messages=[first[1], second[1]],
                    light_under_load_s=light_s)
         say(f"5. visitors of the two pairs in turn, {alternations} Steps each")
@@ -312,8 +321,10 @@ def run_attacks(heavy: str = "smollm2-local", light: str = "shakespeare", altern
         out["alternating_heavy_s"] = [t[0][0] for t in turns]
         out["alternating_light_s"] = [t[1][0] for t in turns]
         out["alternating_rebuilds"] = sum("rebuilt" in m for (_, m), _ in turns[1:])
+        for visitor in (light_visitor, a, b):
+            visitor.close()
         say("6. values of the wrong type")
-        out["bad_lang"] = [Visitor(server.url, light).step("KING.", lang=value)[1] for value in (["en"], {"a": 1})]
+        out["bad_lang"] = [_once(server.url, light, "KING.", lang=value)[1] for value in (["en"], {"a": 1})]
         out["rss_end_mib"] = round(server.rss_mib(), 1)
     out["rss_peak_mib"] = round(rss.peak, 1)
     return out
