@@ -18,6 +18,6 @@ def test_no_visitor_stalls_the_space():
     assert out["prompt_token_limit"] == 300
     assert not out["longest_message"].startswith("error"), out["longest_message"]
     assert max(out["light_under_load_s"]) < 10, out  # a light Step answers while two heavy ones run
-    assert out["alternating_rebuilds"] == 0 and max(out["alternating_heavy_s"][1:]) < 5, out  # pairs kept together
+    assert out["alternating_rebuilds"] == 0 and max(out["alternating_heavy_s"][1:]) < 10, out  # pairs kept together
     assert all(message.startswith("lang must be one of") for message in out["bad_lang"]), out["bad_lang"]
     assert out["rss_peak_mib"] - out["rss_start_mib"] < 2048, out
