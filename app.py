@@ -11,5 +11,11 @@ if __name__ == "__main__":
         print(f"error: {err}", file=sys.stderr)
         raise SystemExit(2) from None
     from specviz.app import launch
+    from specviz.engine.loading import check_offer
 
+    try:  # so do offered presets that the pairs kept cannot hold together
+        check_offer()
+    except ValueError as err:
+        print(f"error: {err}", file=sys.stderr)
+        raise SystemExit(2) from None
     launch()

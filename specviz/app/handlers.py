@@ -10,10 +10,12 @@ from collections import OrderedDict
 
 from ..core.notation import letters, notation_key
 from ..engine.decoders import DecodingFinished
+from ..engine.limits import event_deadline
+from ..engine.settings import current as current_deployment
 from ..engine.presets import ModelLoadError, scrub_paths
 from ..engine.race import run_race
 from ..present.errors import localize
-from ..present.i18n import tr
+from ..present.i18n import CATALOGUE, tr
 from ..present.race import race_html
 from ..present.render import Status
 from ..present.views import Session, View, build_view, settings_from, step_session, with_lock
@@ -95,12 +97,29 @@ def _notation(notation, lang: str = "en") -> tuple[str, Status]:
         return DEFAULT_NOTATION, Status("error", localize(lang, f"notation: {err}"))
 
 
+def check_lang(lang) -> Status:
+    """An error naming `lang` unless it is one of the page's languages (in English: there is no other to say it in)."""
+    if isinstance(lang, str) and lang in CATALOGUE:
+        return Status()
+    return Status("error", f"lang must be one of {', '.join(CATALOGUE)}, not {shown_value(lang)}")
+
+
+def shown_value(value, limit: int = 80) -> str:
+    """A refused value as the message shows it: its repr, cut to `limit` characters."""
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
 def _step(session: Session, notation: str, knobs, lang: str = "en") -> tuple[View, Status]:
+    status = check_lang(lang)
+    if status.error:  # nothing else is read in a language the page does not have
+        return build_view(session, DEFAULT_NOTATION, status, "en"), status
     notation, status = _notation(notation, lang)
     if status.error:  # nothing steps on a bad value
         return build_view(session, notation, status, lang), status
     try:
-        status = step_session(session, settings_from(*knobs), lang)
+        with event_deadline(current_deployment().event_timeout_s):
+            status = step_session(session, settings_from(*knobs), lang)
     except (ValueError, ModelLoadError, RuntimeError) as err:
         status = _failure(err, lang)
     return build_view(session, notation, status, lang), status

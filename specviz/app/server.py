@@ -7,7 +7,7 @@ from pathlib import Path
 
 import gradio as gr
 
-from ..engine.loading import load_pair
+from ..engine.loading import check_offer, load_pair
 from ..engine.presets import ModelLoadError, default_preset
 from ..engine.settings import current as current_deployment
 from ..engine.threads import use_serving_threads
@@ -37,6 +37,7 @@ def launch(demo: gr.Blocks | None = None, **kwargs):
     os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
     _record_exposure(kwargs)
     use_serving_threads()  # one core stays free for the web server and the browser: timings stay fair
+    check_offer()  # offered pairs that would unload each other stop the server before it serves
     try:  # load the default pair (ZeroGPU: every offered one) on this thread, before the first visitor arrives;
         # a failure shows on the first Step
         load_offered_pairs() or load_pair(default_preset())

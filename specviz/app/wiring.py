@@ -9,6 +9,7 @@ from __future__ import annotations
 import gradio as gr
 
 from ..core import playground
+from ..engine.limits import event_deadline
 from ..engine.presets import PRESETS
 from ..engine.settings import current as current_deployment
 from ..present import render
@@ -102,7 +103,9 @@ def wire(demo: gr.Blocks, page: Page) -> None:
                 play_btn: gr.Button(value=tr(code, "btn.pause" if playing_label in PAUSE_LABELS else "btn.play"))}
 
     all_views = [session, *view_outputs]  # a list: the API returns outputs in this order
-    model = dict(concurrency_id="model", concurrency_limit=current_deployment().concurrency)  # a class queues, not thrashes
+    # a class queues, not thrashes; one worker more than heavy work may hold (engine/limits.py), so a light
+    # Step always finds one while long prompts are read
+    model = dict(concurrency_id="model", concurrency_limit=current_deployment().concurrency + 1)
     light = dict(concurrency_limit=None, api_visibility="private")
     light_public = dict(concurrency_limit=None)
 
@@ -118,8 +121,13 @@ def wire(demo: gr.Blocks, page: Page) -> None:
         return on_view(s, n, row[0] if row else None, code)
 
     def on_sweep(s, n, code):
-        figure, status = sweep_view(s, n, code)
+        with event_deadline(current_deployment().event_timeout_s):
+            figure, status = sweep_view(s, n, code)
         return figure or gr.skip(), render.message_html(status)
+
+    def on_kl(s, budget, code):
+        with event_deadline(current_deployment().event_timeout_s):
+            return kl_buys(s, budget, code)
 
     def on_export(s):
         return export_files(s, cache_dir(demo))
@@ -148,7 +156,7 @@ def wire(demo: gr.Blocks, page: Page) -> None:
     page.reveal.change(None, page.reveal, None, js="(on) => { document.body.classList.toggle('reveal', !!on); }",
                        api_visibility="private")
     kl_scale.input(lambda i: KL_STEPS[int(i)], kl_scale, kl_budget, **light)
-    kl_budget.change(kl_buys, [session, kl_budget, lang], kl_note, **model, api_visibility="private")
+    kl_budget.change(on_kl, [session, kl_budget, lang], kl_note, **model, api_visibility="private")
     show_rejected.change(None, show_rejected, None, api_visibility="private",
                  js="(v) => { document.querySelector('#timeline').classList.toggle('hide-rejected', !v); }")
     example.change(lambda e, p: e or p, [example, prompt], prompt, **light)

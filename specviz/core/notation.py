@@ -20,6 +20,8 @@ DEPRECATED_KEYS = {"deepmind": "chen", "seed004": "masada"}
 
 
 def notation_key(notation: str) -> str:
+    if not isinstance(notation, str):
+        raise ValueError(f"unknown notation {notation!r}; choose one of {sorted(NOTATIONS)}")
     key = DEPRECATED_KEYS.get(notation, notation)
     if key != notation:
         warnings.warn(f"notation {notation!r} is deprecated: use {key!r}", DeprecationWarning, stacklevel=3)

@@ -13,17 +13,14 @@ import torch
 
 from . import tree
 from .config import DRAFTS_MAX, DRAFTS_MIN
-from .playground import MAX_SAMPLES, check_pair, chi_square_pvalue
+from .playground import MAX_SAMPLES, MAX_SEED, check_pair, chi_square_pvalue, whole_number
 
 DRAFT_VARIANTS = ("exact", "merged")
 
 
 def _check(k, samples, variant) -> tuple[int, int]:
-    if isinstance(k, bool) or not isinstance(k, (int, float)) or k != int(k) or not DRAFTS_MIN <= k <= DRAFTS_MAX:
-        raise ValueError(f"drafts must be a whole number in {DRAFTS_MIN}..{DRAFTS_MAX}, not {k!r}")
-    if isinstance(samples, bool) or not isinstance(samples, (int, float)) or samples != int(samples) \
-            or not 1 <= samples <= MAX_SAMPLES:
-        raise ValueError(f"samples must be a whole number in 1..{MAX_SAMPLES:,}, not {samples!r}")
+    k = whole_number("drafts", k, DRAFTS_MIN, DRAFTS_MAX)
+    samples = whole_number("samples", samples, 1, MAX_SAMPLES)
     if variant not in DRAFT_VARIANTS:
         raise ValueError(f"variant must be one of {', '.join(DRAFT_VARIANTS)}, not {variant!r}")
     return int(k), int(samples)
@@ -37,7 +34,7 @@ def simulate_drafts(target, draft, k: int = 2, samples: int = 100_000, variant: 
        4. correct  no candidate accepted after j tries: a token from p_j."""
     p, q = check_pair(target, draft)
     k, samples = _check(k, samples, variant)
-    gen = torch.Generator().manual_seed(int(seed))
+    gen = torch.Generator().manual_seed(whole_number("seed", seed, 0, MAX_SEED))
     drafted = torch.multinomial(q, samples * k, replacement=True, generator=gen).view(samples, k)  # [S, k] 1.
     keys = torch.rand(samples, k, generator=gen, dtype=torch.float64)                              # [S, k] 2.
     if variant == "merged":  # a token equal to an earlier one in the sample is dropped

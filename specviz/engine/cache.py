@@ -16,6 +16,7 @@ import copy
 
 import torch
 
+from . import limits, settings
 from .lm_forward import logits_and_hidden
 from .static_cache import StaticKV
 
@@ -88,9 +89,14 @@ class CachedModel:
         return self.static.capture_s - before
 
     def prefill(self, ids: list[int]) -> None:
-        """Fill the cache with ids; only the last position's logits are computed (and dropped)."""
-        if ids:
-            self.forward(ids, keep=1)
+        """Fill the cache with ids; only the last position's logits are computed (and dropped). A long prefill
+        is heavy work (`limits.heavy_slot`) and runs in chunks, the event's deadline checked between them."""
+        if not ids:
+            return
+        with limits.heavy_slot(len(ids), settings.current().concurrency):
+            for start in range(0, len(ids), limits.PREFILL_CHUNK):
+                limits.check()
+                self.forward(ids[start: start + limits.PREFILL_CHUNK], keep=1)
 
     @torch.inference_mode()
     def forward_rows(self, rows: list[list[int]], keep: int = 0) -> torch.Tensor:

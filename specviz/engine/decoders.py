@@ -27,6 +27,7 @@ from ..core.trace import Candidate, Correction, Counters, EmittedToken, Position
 from .cache import CachedModel
 from .feature_draft import cached_draft, reads_features
 from .loading import ModelPair
+from .presets import prompt_token_limit
 from .static_cache import plan as static_plan, unsupported_reason
 
 __all__ = ["DecodingFinished", "SpeculativeDecoder", "TargetOnlyDecoder",
@@ -59,6 +60,10 @@ def prepare_prompt(pair: ModelPair, prompt: str, config: DecodeConfig) -> tuple[
     ids = pair.encode(clean_text(prompt))
     if not ids:
         raise ValueError("the prompt produced no tokens")
+    limit = prompt_token_limit(pair.ref)
+    if len(ids) > limit:  # refused before any forward: the prefill's cost grows with the prompt's tokens
+        raise ValueError(f"the prompt is {len(ids):,} tokens for this pair; the limit is {limit:,} tokens "
+                         "(SPECVIZ_MAX_PROMPT_TOKENS)")
     room = pair.context_window - config.max_new_tokens - config.gamma - 1
     if room < 1:
         raise ValueError(f"max_new_tokens {config.max_new_tokens} + gamma {config.gamma} does not fit the "
@@ -96,14 +101,15 @@ class _Decoder:
     static_ok = True  # False where several rows share a cache (several drafts): those need the dynamic one
 
     def __init__(self, pair: ModelPair, prompt: str, config: DecodeConfig, *, resume: DecoderState | None = None,
-                 static_cache: bool | None = None):
+                 static_cache: bool | None = None, prefilled: _Decoder | None = None):
         if not isinstance(config, DecodeConfig):
             raise TypeError("config must be a DecodeConfig")
         self.pair, self.config = pair, config
         self.generator = torch.Generator(device=pair.device).manual_seed(config.seed)
         self.eos = pair.tokenizer.eos_token_id
         if resume is None:
-            prompt_ids, self.notice = prepare_prompt(pair, prompt, config)
+            prompt_ids, self.notice = ((prefilled.prompt_ids, prefilled.notice) if prefilled is not None
+                                       else prepare_prompt(pair, prompt, config))
             self.tokens, self.n_prompt = list(prompt_ids), len(prompt_ids)
             self.counters, self.finished = Counters(), False
             self.records: list[StepRecord] = []
@@ -114,9 +120,13 @@ class _Decoder:
             self.counters, self.finished = Counters(**vars(resume.counters)), resume.finished
             self.records, self.call_s = list(resume.records), list(resume.call_s)
         self.cache_options = self._cache_options(static_cache)
-        self.target = CachedModel(pair.target, pair.vocab_size, keep_features=self._needs_target_features(),
-                                  **self.cache_options)
-        self.prefill_s = self._prefill(self.target)
+        self.target = self._shared_target(prefilled)
+        if self.target is not None:
+            self.prefill_s = 0.0  # `prefilled` paid it
+        else:
+            self.target = CachedModel(pair.target, pair.vocab_size, keep_features=self._needs_target_features(),
+                                      **self.cache_options)
+            self.prefill_s = self._prefill(self.target)
         self.capture_s = self.target.capture(self._target_sizes())
         self._note_graph_error("target", self.target)
 
@@ -139,6 +149,21 @@ class _Decoder:
         if not use:
             return {}
         return {"static_len": self.n_prompt + self.config.max_new_tokens + self.config.gamma + 1, "graphs": graphs}
+
+    def _shared_target(self, prefilled: _Decoder | None) -> CachedModel | None:
+        """A copy of `prefilled`'s target cache (the same pair and prompt, not stepped yet, the same kind of
+        cache), as `fork` copies it; None where it cannot stand for this decoder's own prefill."""
+        if prefilled is None:
+            return None
+        same = (prefilled.pair is self.pair and prefilled.tokens == self.tokens and not prefilled.generated_ids
+                and prefilled.target.seen == len(self.tokens) - 1 and prefilled.cache_options == self.cache_options
+                and prefilled.target.rows == 1)
+        if not same:
+            return None
+        target = prefilled.target.fork()
+        if not self._needs_target_features():  # the draft's features stay with the draft's side
+            target.keep_features, target.features = False, None
+        return target
 
     def _target_sizes(self) -> list[int]:
         """How many new tokens the target's forwards take after the prefill (what is captured)."""

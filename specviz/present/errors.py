@@ -40,6 +40,12 @@ FRAMES = [
     (rf"could not convert string to float: {_VALUE}", "err.not_float"),
     (r"Your earlier run had no event for (?P<minutes>\d+) minutes and was freed", "err.expired"),
     (r"Your earlier run was freed to make room for other visitors", "err.made_room"),
+    (r"the prompt is (?P<n>[\d,]+) tokens for this pair; the limit is (?P<limit>[\d,]+) tokens \(SPECVIZ_MAX_PROMPT_TOKENS\)",
+     "err.prompt_tokens"),
+    (r"this event took longer than (?P<s>[\d.]+) s \(SPECVIZ_EVENT_TIMEOUT_S\) and was stopped; your run is as it was "
+     r"before it: try a shorter prompt", "err.event_timeout"),
+    (r"the server is reading other visitors' long prompts right now; try again in a few seconds, or use a shorter "
+     r"prompt", "err.busy"),
     (rf"showing step must be a whole number in 1\.\.(?P<hi>\d+), not {_VALUE}", "err.view_step"),
 ]
 _COMPILED = [(re.compile(pattern, re.DOTALL), key) for pattern, key in FRAMES]

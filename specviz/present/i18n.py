@@ -33,7 +33,7 @@ def pick(locale: str | None) -> str:
 
 def tr(lang: str, key: str, **args) -> str:
     """The text of `key` in `lang` (English where the language is unknown), formatted with args."""
-    code = lang if lang in CATALOGUE else DEFAULT
+    code = lang if isinstance(lang, str) and lang in CATALOGUE else DEFAULT
     text = CATALOGUE[code][key].format(**args) if args else CATALOGUE[code][key]
     return _english_plurals(text) if code == "en" else text
 
@@ -228,6 +228,7 @@ EN = {
     "msg.settings_changed": "Settings changed: started a new run with them. ",
     "msg.finished": "Generation finished (EOS or max new tokens).",
     "msg.graphs_captured": "CUDA graphs of both models captured in {s} s (once per run, before its first timed step). ",
+    "msg.caches_rebuilt": "This run's KV caches had been freed for other runs or pairs (memory is shared by every visitor) and were rebuilt from its tokens first, in {s} s (not in this step's timings). ",
     "msg.cannot_step": "{detail}",
     "msg.done_reset": "generation has finished: press Reset (or change a setting) to start again",
     "msg.models_failed": "the models failed: {detail}",
@@ -396,6 +397,7 @@ ZH = {
     "msg.settings_changed": "设置已更改：已用新设置开始新的运行。",
     "msg.finished": "生成结束（EOS 或达到最大生成 token 数）。",
     "msg.graphs_captured": "已为两个模型捕获 CUDA Graph，用时 {s} 秒（每次运行一次，在第一次计时的单步之前）。",
+    "msg.caches_rebuilt": "此运行的 KV 缓存曾为其他运行或模型对释放（内存由所有访问者共享），已先根据其 token 重建，用时 {s} 秒（不计入本步的计时）。",
     "msg.cannot_step": "无法用这些设置运行（{detail}）",
     "msg.done_reset": "生成已结束：请按重置（或更改某项设置）重新开始",
     "msg.models_failed": "模型运行失败：{detail}",
@@ -569,6 +571,7 @@ JA = {
     "msg.settings_changed": "設定が変わったので、新しい設定で実行を始めました。",
     "msg.finished": "生成が終了しました（EOS または最大生成トークン数に到達）。",
     "msg.graphs_captured": "両モデルの CUDA Graph を {s} 秒でキャプチャしました（実行ごとに一度、最初に計時するステップの前）。",
+    "msg.caches_rebuilt": "この実行の KV キャッシュは他の実行やモデルペアのために解放されていたため（メモリは全訪問者で共有）、まずトークンから {s} 秒で再構築しました（このステップの計時には含みません）。",
     "msg.cannot_step": "この設定では実行できません（{detail}）",
     "msg.done_reset": "生成は終了しました：リセットを押す（または設定を変える）と最初から始まります",
     "msg.models_failed": "モデルの実行に失敗しました：{detail}",

@@ -278,6 +278,9 @@ EN = {
     "err.view_step": "showing step must be a whole number in 1..{hi}, not {value}",
     "err.expired": "Your earlier run had no event for {minutes} minutes and was freed",
     "err.made_room": "Your earlier run was freed to make room for other visitors",
+    "err.prompt_tokens": "the prompt is {n} tokens for this pair; the limit is {limit} tokens (SPECVIZ_MAX_PROMPT_TOKENS)",
+    "err.event_timeout": "this event took longer than {s} s (SPECVIZ_EVENT_TIMEOUT_S) and was stopped; your run is as it was before it: try a shorter prompt",
+    "err.busy": "the server is reading other visitors' long prompts right now; try again in a few seconds, or use a shorter prompt",
     "err.new_run": "{why}: this Step started a new run. ",
 }
 
@@ -520,6 +523,9 @@ ZH = {
     "err.view_step": "当前显示的步必须是 1..{hi} 之间的整数，而不是 {value}",
     "err.expired": "你之前的运行已有 {minutes} 分钟没有操作，已被释放",
     "err.made_room": "为了给其他访问者腾出资源，你之前的运行已被释放",
+    "err.prompt_tokens": "对这对模型而言，提示词有 {n} 个 token；上限为 {limit} 个 token（SPECVIZ_MAX_PROMPT_TOKENS）",
+    "err.event_timeout": "此操作超过 {s} 秒（SPECVIZ_EVENT_TIMEOUT_S），已被停止；你的运行保持在操作之前的状态：请换用更短的提示词",
+    "err.busy": "服务器此刻正在读取其他访问者的长提示词；请几秒后重试，或换用更短的提示词",
     "err.new_run": "{why}：这次单步开始了新的运行。",
 }
 
@@ -765,5 +771,8 @@ JA = {
     "err.view_step": "表示中のステップは 1..{hi} の整数でなければなりません（入力値：{value}）",
     "err.expired": "以前の実行は {minutes} 分間操作がなかったため解放されました",
     "err.made_room": "ほかの利用者のための空きを作るため、以前の実行は解放されました",
+    "err.prompt_tokens": "このモデルペアではプロンプトが {n} トークンあります。上限は {limit} トークンです（SPECVIZ_MAX_PROMPT_TOKENS）",
+    "err.event_timeout": "この操作は {s} 秒（SPECVIZ_EVENT_TIMEOUT_S）を超えたため停止しました。実行は操作前のままです。短いプロンプトでお試しください",
+    "err.busy": "サーバーはいま他の利用者の長いプロンプトを読み込んでいます。数秒後にもう一度お試しいただくか、短いプロンプトをお使いください",
     "err.new_run": "{why}：このステップで新しい実行を始めました。",
 }

@@ -5,6 +5,7 @@ No gradio here: the app wires these to components, the benchmark times them, tes
 from __future__ import annotations
 
 import functools
+import math
 import shutil
 import tempfile
 import threading
@@ -14,7 +15,7 @@ from typing import NamedTuple
 import plotly.graph_objects as go
 
 from ..core import playground
-from ..core.config import DecodeConfig
+from ..core.config import DRAFTS_MAX, DRAFTS_MIN, DecodeConfig
 from ..core.notation import letters, p_value_text
 from ..engine.decoders import clean_text
 from ..engine.presets import custom_pair, visitor_pair
@@ -143,6 +144,9 @@ def step_session(session: Session, settings: RunSettings, lang: str = "en") -> S
             note += tr(lang, "msg.graphs_captured", s=f"{session.run.capture_s:.2f}")
     session.run.step()
     session.viewing = None
+    rebuilt = session.run.take_rebuilt_s()
+    if rebuilt:  # a wait the visitor notices: say why
+        note += tr(lang, "msg.caches_rebuilt", s=f"{rebuilt:.2f}")
     done = tr(lang, "msg.finished") if session.run.finished else ""
     return Status("info", note + done) if note or done else Status()
 
@@ -152,7 +156,7 @@ def step_session(session: Session, settings: RunSettings, lang: str = "en") -> S
 
 def playground_tokens(text: str, size: int) -> list[str]:
     """The token names typed by the user, padded with t1, t2, ... or cut to the distributions' size."""
-    names = [x.strip() for x in (text or "").split(",") if x.strip()]
+    names = [x.strip() for x in _text("tokens", text).split(",") if x.strip()]
     return (names + [f"t{i + 1}" for i in range(len(names), size)])[:size]
 
 
@@ -162,10 +166,16 @@ def playground_view(tokens: str, target: str, draft: str, kl_budget: float, nota
         p, _ = playground.check_pair(target, draft)
         names = playground_tokens(tokens, len(p))
         return (playground_figures.decomposition_figure(playground.decomposition(target, draft), names, notation, lang),
-                playground_figures.mentored_figure(playground.mentored(target, draft, float(kl_budget)), names, notation,
-                                                   lang), Status())
+                playground_figures.mentored_figure(playground.mentored(target, draft, _kl_budget(kl_budget)), names,
+                                                   notation, lang), Status())
     except (ValueError, TypeError) as err:
         return None, None, Status("error", localize(lang, str(err)))
+
+
+def _kl_budget(value) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+        raise ValueError(f"kl_budget must be a finite number >= 0, not {value!r}")
+    return float(value)
 
 
 def _verdict(lang: str, p_value: float) -> str:
@@ -174,9 +184,10 @@ def _verdict(lang: str, p_value: float) -> str:
 
 def playground_run(tokens: str, target: str, draft: str, samples: int, seed: int, notation: str, lang: str = "en"):
     """(histogram of every rule, summary Markdown, status), in `lang` and the notation's letters."""
-    t, _ = letters(notation)
     try:
+        t, _ = letters(notation)
         p, _ = playground.check_pair(target, draft)
+        names = playground_tokens(tokens, len(p))
         results = [playground.simulate(target, draft, samples, v, seed) for v in playground.VARIANTS]
     except (ValueError, TypeError) as err:
         return None, "", Status("error", localize(lang, str(err)))
@@ -185,7 +196,6 @@ def playground_run(tokens: str, target: str, draft: str, samples: int, seed: int
     head = [tr(lang, "pg.col_rule"), tr(lang, "pg.col_p"), tr(lang, "pg.col_gap", t=t), tr(lang, "pg.col_verdict")]
     rate = tr(lang, "pg.rate", m=f"{results[0]['acceptance_rate']:.4f}", e=f"{results[0]['expected_acceptance_rate']:.4f}")
     summary = f"{rate}\n\n| {' | '.join(head)} |\n|---|---|---|---|\n{rows}"
-    names = playground_tokens(tokens, len(p))
     return playground_figures.histogram_figure(results, names, notation, lang=lang), summary, Status()
 
 
@@ -197,9 +207,11 @@ def playground_drafts_run(tokens: str, target: str, draft: str, drafts: int, sam
     from . import drafts_figures
 
     try:
+        letters(notation)  # refused here, by name, rather than by the figures
         p, _ = playground.check_pair(target, draft)
-        k = int(drafts) if isinstance(drafts, float) and drafts.is_integer() else drafts
-        results = [playground_drafts.simulate_drafts(target, draft, k, samples, v, int(seed))
+        names = playground_tokens(tokens, len(p))
+        k = playground.whole_number("drafts", drafts, DRAFTS_MIN, DRAFTS_MAX)
+        results = [playground_drafts.simulate_drafts(target, draft, k, samples, v, seed)
                    for v in playground_drafts.DRAFT_VARIANTS]
         curve = playground_drafts.acceptance_curve(target, draft)
     except (ValueError, TypeError) as err:
@@ -211,7 +223,6 @@ def playground_drafts_run(tokens: str, target: str, draft: str, drafts: int, sam
     summary = (f"{rate}\n\n| {' | '.join(head)} |\n|---|---|---|\n"
                f"| {tr(lang, 'pg.drafts_exact')} | {exact['p_value']:.3g} | {_verdict(lang, exact['p_value'])} |\n"
                f"| {tr(lang, 'pg.drafts_merged')} | {merged['p_value']:.3g} | {_verdict(lang, merged['p_value'])} |")
-    names = playground_tokens(tokens, len(p))
     return (drafts_figures.drafts_histogram(results, names, notation, lang),
             drafts_figures.acceptance_figure(curve, k, exact["acceptance_rate"], notation, lang), summary, Status())
 

@@ -197,9 +197,9 @@ def run_bench(preset=None, draft=None, target=None, device=None, gamma=4, quick=
     for prompt in prompts:
         for s in seeds:
             spec = SpeculativeDecoder(pair, prompt, DecodeConfig(**config, seed=s, record=False))
+            base = TargetOnlyDecoder(pair, prompt, DecodeConfig(**config, seed=s), prefilled=spec)  # one prefill
             spec.run()
             records += spec.records
-            base = TargetOnlyDecoder(pair, prompt, DecodeConfig(**config, seed=s))
             base.run()
             calls += base.call_s
             if with_hf:

@@ -199,7 +199,12 @@ def cmd_whatif(args) -> int:
 
 
 def cmd_loadtest(args) -> int:
-    from .loadtest import run_loadtest
+    from .loadtest import run_attacks, run_loadtest
+
+    if args.attacks:
+        result = run_attacks(alternations=args.alternations)
+        print(json.dumps(result) if args.json else "\n".join(f"{k:32s} {v}" for k, v in result.items()))
+        return 0
 
     result = run_loadtest(sessions=args.sessions, steps=args.steps, churn=args.churn)
     print(json.dumps(result) if args.json else "\n".join(f"{k:32s} {v}" for k, v in result.items()))
@@ -280,6 +285,9 @@ def main(argv=None) -> int:
     load.add_argument("--sessions", type=int, default=30)
     load.add_argument("--steps", type=int, default=30)
     load.add_argument("--churn", type=int, default=200, help="sessions that connect, step 5 times and leave")
+    load.add_argument("--attacks", action="store_true",
+                      help="the public-Space attack pass instead: long prompts, two pairs, wrong types (README: Security)")
+    load.add_argument("--alternations", type=int, default=5, help="with --attacks: Steps of each of two pairs' visitors")
     load.add_argument("--json", action="store_true")
     load.set_defaults(func=cmd_loadtest)
     args = ap.parse_args(argv)

@@ -12,6 +12,12 @@ free loopback port, and drives it from this process with gradio_client, one seed
              memory, sampled as they go.
 Sessions connect before the clock starts, so throughput counts Steps, not page loads. Every
 request goes to 127.0.0.1 only; every wait is bounded.
+
+`run_attacks` (`loadtest --attacks`) is the public-Space attack pass as a bounded scenario: a server
+as a Space runs it (SPACE_ID set, two offered presets) and anonymous API clients that send a prompt of
+20,000 digits, the longest prompt allowed, two of those at once beside a light visitor, two visitors of
+different pairs in turn, and values of the wrong type; it reports each event's time, the light visitor's
+latency and the server's peak resident memory.
 """
 from __future__ import annotations
 
@@ -49,10 +55,10 @@ def rss_mib(pid: int) -> float:
 class Server:
     """The app in a process of its own, on 127.0.0.1:port, stopped on exit."""
 
-    def __init__(self):
+    def __init__(self, env: dict | None = None):
         self.port = _free_port()
         self.url = f"http://127.0.0.1:{self.port}/"
-        env = {**os.environ, "GRADIO_SERVER_NAME": "127.0.0.1", "GRADIO_SERVER_PORT": str(self.port),
+        env = {**os.environ, **(env or {}), "GRADIO_SERVER_NAME": "127.0.0.1", "GRADIO_SERVER_PORT": str(self.port),
                "GRADIO_ANALYTICS_ENABLED": "False",
                "PYTHONPATH": os.pathsep.join([str(Path(__file__).resolve().parent.parent),
                                               os.environ.get("PYTHONPATH", "")])}
@@ -201,3 +207,135 @@ def run_loadtest(sessions: int = 30, steps: int = 30, churn: int = 200, churn_st
                   "rss_max_mib": max(rss_samples),
                   "mib_per_session": round((rss_samples[-1] - rss_samples[0]) / churn, 3) if churn else None},
     }
+
+
+# ------------------------------------------------------------------ the attack scenario
+
+MESSAGE = 9  # /step's outputs through gradio_client (the session is dropped): the message is the 10th
+
+
+class RssPeak:
+    """The server's resident memory, sampled every 0.2 s in a thread of its own while the block runs."""
+
+    def __init__(self, server: Server):
+        self.server, self.peak, self._stop = server, server.rss_mib(), threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+
+    def _sample(self):
+        while not self._stop.wait(0.2):
+            try:
+                self.peak = max(self.peak, self.server.rss_mib())
+            except OSError:
+                return
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join(5)
+
+
+class Visitor:
+    """One anonymous API client; `step` returns (seconds, the message shown)."""
+
+    def __init__(self, url: str, preset: str):
+        from gradio_client import Client
+
+        self.client, self.preset = Client(url, verbose=False), preset
+
+    def step(self, prompt: str, **values) -> tuple[float, str]:
+        import html
+        import re
+
+        t0 = time.perf_counter()
+        try:
+            values = {"max_new_tokens": 20, **values}
+            out = self.client.predict(preset=self.preset, prompt=prompt, api_name="/step", **values)
+            text = html.unescape(re.sub(r"<[^>]+>", "", out[MESSAGE] or ""))
+        except Exception as err:  # noqa: BLE001 - an error is a result here: it is reported
+            text = f"error: {str(err).splitlines()[0][:200]}"
+        return round(time.perf_counter() - t0, 3), text.strip()
+
+    def close(self):
+        self.client.close()
+
+
+def _once(url: str, preset: str, prompt: str, **values) -> tuple[float, str]:
+    """A new visitor's first Step (a session of its own), then it leaves."""
+    visitor = Visitor(url, preset)
+    try:
+        return visitor.step(prompt, **values)
+    finally:
+        visitor.close()
+
+
+def _in_threads(calls) -> list:
+    """Run each call in a thread of its own, all at once; their results in order (each bounded by its client)."""
+    results = [None] * len(calls)
+
+    def run(i, call):
+        results[i] = call()
+    threads = [threading.Thread(target=run, args=(i, c)) for i, c in enumerate(calls)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=900)
+    return results
+
+
+def run_attacks(heavy: str = "smollm2-local", light: str = "shakespeare", alternations: int = 5,
+                env: dict | None = None, progress=sys.stderr) -> dict:
+    """The attack pass against a local server set up as a public Space offering `light` and `heavy`."""
+    _check("alternations", alternations, 1, 50)
+    space = {"SPACE_ID": "loadtest/specviz", "SPECVIZ_PRESET": light, "SPECVIZ_PRESETS": f"{light},{heavy}", **(env or {})}
+    say = lambda text: print(text, file=progress, flush=True)  # noqa: E731
+    out: dict = {"heavy_preset": heavy, "light_preset": light}
+    with Server(space) as server, RssPeak(server) as rss:
+        out["rss_start_mib"] = round(server.rss_mib(), 1)
+        say("1. warm-up: a light Step, and the heavy pair loaded by a short prompt")
+        out["light_first_s"], _ = _once(server.url, light, "KING.\nNow is the time")
+        out["heavy_load_s"], _ = _once(server.url, heavy, "Why is the sky blue?")
+        say("2. a prompt of 20,000 digits (one token each)")
+        out["digits_s"], out["digits_message"] = _once(server.url, heavy, "1234567890" * 2000)
+        limit, overhead = _token_limit(out["digits_message"])
+        out["prompt_token_limit"] = limit
+        longest = lambda digit: digit * (limit - overhead)  # noqa: E731 - exactly the limit, with the template
+        say(f"3. the longest prompt allowed ({limit} tokens), alone")
+        out["longest_s"], out["longest_message"] = _once(server.url, heavy, longest("7"))
+        say("4. two of those at once, and a light visitor's Steps meanwhile")
+        light_visitor = Visitor(server.url, light)
+
+        def light_steps():
+            time.sleep(0.5)  # the heavy ones are in
+            return [light_visitor.step("KING.\nNow is the time")[0] for _ in range(3)]
+        first, second, light_s = _in_threads([lambda: _once(server.url, heavy, longest("3")),
+                                              lambda: _once(server.url, heavy, longest("5")), light_steps])
+        out.update(two_heavy_s=[first[0], second[0]], two_heavy_messages=[first[1], second[1]],
+                   light_under_load_s=light_s)
+        say(f"5. visitors of the two pairs in turn, {alternations} Steps each")
+        a, b = Visitor(server.url, heavy), Visitor(server.url, light)
+        turns = [(a.step(longest("9"), max_new_tokens=200), b.step("KING.\nNow is the time", max_new_tokens=200))
+                 for _ in range(alternations)]
+        out["alternating_heavy_s"] = [t[0][0] for t in turns]
+        out["alternating_light_s"] = [t[1][0] for t in turns]
+        out["alternating_rebuilds"] = sum("rebuilt" in m for (_, m), _ in turns[1:])
+        for visitor in (light_visitor, a, b):
+            visitor.close()
+        say("6. values of the wrong type")
+        out["bad_lang"] = [_once(server.url, light, "KING.", lang=value)[1] for value in (["en"], {"a": 1})]
+        out["rss_end_mib"] = round(server.rss_mib(), 1)
+    out["rss_peak_mib"] = round(rss.peak, 1)
+    return out
+
+
+def _token_limit(message: str) -> tuple[int, int]:
+    """(the limit, the prompt's tokens beyond its 20,000 digits) from the refusal of the 20,000-digit prompt."""
+    import re
+
+    found = re.search(r"the prompt is ([\d,]+) tokens for this pair; the limit is ([\d,]+) tokens", message)
+    if not found:
+        raise RuntimeError(f"the 20,000-digit prompt was not refused by its token count: {message[:200]!r}")
+    tokens, limit = (int(x.replace(",", "")) for x in found.groups())
+    return limit, tokens - 20_000

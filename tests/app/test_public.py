@@ -165,6 +165,19 @@ def test_bad_step_values_are_messages_naming_the_setting(served, change, named):
     assert "Step 1" not in outputs[2]  # nothing stepped
 
 
+STEP_NAMES = ["notation", "preset", "prompt", "gamma", "temperature", "top_k", "top_p", "kl_budget", "seed",
+              "max_new_tokens", "draft_model", "target_model", "drafts", "lang"]
+
+
+@pytest.mark.parametrize("value", [[1], {"a": 1}], ids=["list", "dict"])
+@pytest.mark.parametrize("name", STEP_NAMES)
+def test_a_list_or_dict_for_any_step_parameter_is_a_message_naming_it(served, name, value):
+    event, outputs = call(served[1], "step", step_body(**{name: value}))
+    assert event == "complete", outputs
+    assert name in message_of(outputs) and "upstream" not in message_of(outputs), message_of(outputs)
+    assert "Step 1" not in outputs[2]  # nothing stepped
+
+
 @pytest.mark.parametrize("body, named", [('"seed": NaN', "seed"), ('"top_k": Infinity', "top_k")])
 def test_non_finite_json_numbers_are_named_too(served, body, named):
     """NaN and Infinity as JSON tokens (Python's json writes them), not strings."""

@@ -45,6 +45,14 @@ def test_a_space_offers_the_default_preset_only_unless_told(space):
         presets.offered_presets()
 
 
+@pytest.mark.parametrize("name", ["nope", ["shakespeare"], {"a": 1}, 7])
+def test_an_unknown_preset_lists_only_what_this_server_offers(space, name):
+    space.setenv("SPECVIZ_PRESETS", "shakespeare, gpt2")
+    with pytest.raises(presets.ModelLoadError) as err:
+        presets.visitor_pair(name)
+    assert str(err.value) == f"unknown preset {name!r}; choose one of ['shakespeare', 'gpt2']"
+
+
 def test_locally_every_preset_is_offered(monkeypatch):
     for name in ("SPACE_ID", "GRADIO_SERVER_NAME", "GRADIO_SHARE", "SPECVIZ_PRESETS"):
         monkeypatch.delenv(name, raising=False)

@@ -1,7 +1,9 @@
 """The playground's multi-draft section as the app shows it (no models)."""
 from __future__ import annotations
 
-from specviz.present.views import playground_drafts_run
+import pytest
+
+from specviz.present.views import playground_drafts_run, playground_run, playground_view
 
 
 def test_section_draws_both_rules_and_the_acceptance_curve():
@@ -20,3 +22,24 @@ def test_section_draws_both_rules_and_the_acceptance_curve():
 def test_bad_k_is_a_message_naming_drafts():
     *_, status = playground_drafts_run("a, b", "0.5, 0.5", "0.4, 0.6", 9, 1000, 0, "leviathan")
     assert status.error and "drafts must be a whole number in 1..8" in status.text
+
+
+@pytest.mark.parametrize("seed", [float("inf"), float("nan"), 2**64, 1e300, -1, 2.5, "7", None, [1]])
+def test_a_bad_seed_of_several_drafts_is_a_message_naming_it_as_for_one_draft(seed):
+    *_, status = playground_drafts_run("a, b", "0.5, 0.5", "0.4, 0.6", 2, 1000, seed, "leviathan")
+    *_, single = playground_run("a, b", "0.5, 0.5", "0.4, 0.6", 1000, seed, "leviathan")
+    assert status.error and status.text.startswith("seed must be a whole number in 0..")
+    assert status.text == single.text
+
+
+@pytest.mark.parametrize("field", ["tokens", "drafts", "samples", "notation"])
+def test_a_list_for_any_playground_field_is_a_message_naming_it(field):
+    args = {"tokens": "a, b", "drafts": 2, "samples": 1000, "notation": "leviathan", field: [1]}
+    *_, status = playground_drafts_run(args["tokens"], "0.5, 0.5", "0.4, 0.6", args["drafts"], args["samples"], 0,
+                                       args["notation"])
+    assert status.error and field in status.text, status.text
+
+
+def test_a_list_for_the_kl_budget_is_a_message_naming_it():
+    *_, status = playground_view("a, b", "0.5, 0.5", "0.4, 0.6", [0.1], "leviathan")
+    assert status.error and status.text.startswith("kl_budget must be a finite number >= 0")
