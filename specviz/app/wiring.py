@@ -19,7 +19,8 @@ from ..present.views import (Session, View, export_files, kl_buys, playground_dr
 from .gradio_internals import cache_dir, forget_tab
 from .handlers import (adopt, intro, play_handler, reset_handler, step_handler, stop_handler, tick_handler,
                        view_handler, what_you_see)
-from .layout import CLASSROOM_PACE_S, KL_STEPS, Page, build_layout, notation_choices, preset_choices, toy_choices
+from .layout import (CLASSROOM_PACE_S, KL_STEPS, Page, build_layout, drafter_choices, notation_choices, preset_choices,
+                     toy_choices)
 
 
 CACHE_SWEEP = (300, 900)  # (every, older than) seconds: gradio's delete_cache
@@ -64,16 +65,17 @@ def wire(demo: gr.Blocks, page: Page) -> None:
         return {timer: gr.Timer(active=playing), play_btn: play_label(playing, lang_code)}
 
     def on_step(session_state, notation, preset, prompt, gamma, temperature, top_k, top_p, kl_budget, seed,
-            max_new_tokens, draft_model, target_model, drafts=1, lang="en", request: gr.Request = None):  # /step's parameters
+            max_new_tokens, draft_model, target_model, drafts=1, lang="en", drafter="model",
+            request: gr.Request = None):  # /step's parameters; each new one goes last, after lang
         s, view = step_handler(adopt(session_state, request.session_hash, lang), notation, preset, prompt, gamma, temperature,
-                   top_k, top_p, kl_budget, seed, max_new_tokens, draft_model, target_model, drafts, lang=lang)
+                   top_k, top_p, kl_budget, seed, max_new_tokens, draft_model, target_model, drafts, drafter, lang=lang)
         return {session: s, **updates(view)}
 
     def on_tick(s, n, preset, prompt, gamma, temperature, top_k, top_p, kl_budget, seed, max_new_tokens, draft_model,
-                target_model, drafts, code, request: gr.Request):  # named: gradio passes a Request only to a positional parameter
+                target_model, drafts, code, drafter, request: gr.Request):  # named: gradio passes a Request only to a positional parameter
         s, view, playing = tick_handler(adopt(s, request.session_hash, code), n, preset, prompt, gamma, temperature, top_k,
                                         top_p, kl_budget, seed, max_new_tokens, draft_model, target_model, drafts,
-                                        lang=code)
+                                        drafter, lang=code)
         return {session: s, **updates(view), **playing_updates(playing, code)}
 
     def on_play(s, seconds, code):
@@ -115,9 +117,9 @@ def wire(demo: gr.Blocks, page: Page) -> None:
         return export_files(s, cache_dir(demo))
     raw = dict(preprocess=False)  # knobs reach DecodeConfig as sent: refused by name, never rounded or clipped
     # trigger_mode="multiple": quick presses queue (5 presses = 5 steps), serialised by the session's lock
-    step_btn.click(on_step, [session, notation, *knobs, lang], all_views, api_name="step", trigger_mode="multiple",
+    step_btn.click(on_step, [session, notation, *knobs, lang, page.drafter], all_views, api_name="step", trigger_mode="multiple",
                    **model, **raw)
-    tick = timer.tick(on_tick, [session, notation, *knobs, lang], [*all_views, timer, play_btn],
+    tick = timer.tick(on_tick, [session, notation, *knobs, lang, page.drafter], [*all_views, timer, play_btn],
               api_visibility="private", **model, **raw)
     play_btn.click(on_play, [session, speed, lang], [session, timer, play_btn], **light)
     reset_btn.click(on_stop, [session, lang], [session, timer, play_btn], cancels=[tick], **light).then(
@@ -126,7 +128,7 @@ def wire(demo: gr.Blocks, page: Page) -> None:
     notation.change(intro, [notation, lang], header, **light)
     lang.change(on_lang, [session, notation, view_step, lang, play_btn], [*all_views, header, what, play_btn], **light)
     lang.change(None, lang, None, js=SET_LOCALE_JS, api_visibility="private")
-    lang.change(relabel, lang, [*page.tabs, notation, preset, pg["preset"]], **light)
+    lang.change(relabel, lang, [*page.tabs, notation, preset, pg["preset"], page.drafter], **light)
     loaded = demo.load(None, None, [lang, classroom], js=INITIAL_JS, api_visibility="private")
     classroom.change(None, classroom, None, js="(on) => { document.body.classList.toggle('classroom', !!on); }",
                      api_visibility="private")
@@ -148,16 +150,16 @@ def wire(demo: gr.Blocks, page: Page) -> None:
     def on_unload(request: gr.Request):  # gradio passes the closed tab's request, no inputs
         forget_tab(demo, request)
     demo.unload(on_unload)
-    preset.change(lambda p: gr.Dropdown(choices=list(PRESETS[p].examples) if p in PRESETS else [], value=None),
+    preset.change(lambda p: gr.Dropdown(choices=PRESETS[p].prompt_choices if p in PRESETS else [], value=None),
               preset, example, **light)
 
 
 def relabel(code: str) -> list:
     """What gradio's i18n leaves as it was on a #lang switch: the tabs' names (given once, at mount) and the
-    labels of choices (the notation's sources, the model pairs, the playground's presets)."""
+    labels of choices (the notation's sources, the model pairs, the playground's presets, the drafters)."""
     return [gr.Tab(label=tr(code, "tab.live")), gr.Tab(label=tr(code, "tab.playground")),
             gr.Radio(choices=notation_choices(code)), gr.Dropdown(choices=preset_choices(code)),
-            gr.Dropdown(choices=toy_choices(code))]
+            gr.Dropdown(choices=toy_choices(code)), gr.Radio(choices=drafter_choices(code))]
 
 
 PAUSE_LABELS = {CATALOGUE[code]["btn.pause"] for code in CATALOGUE}
