@@ -175,8 +175,8 @@ def lookup_source(trace: StepTrace) -> str:
     tokens (solid box, bold), what followed them."""
     look = trace.lookup
 
-    def run(texts: list[str]) -> str:
-        return "".join(_esc(x) for x in texts)
+    def run(texts: list[str]) -> str:  # spaces kept (it is text to read), newlines as ⏎ (the card keeps its height)
+        return html.escape("".join(texts).replace("\n", "⏎"))
 
     return (f'<span class="lookup-source"><code>…{run(look.before)}<mark class="lookup-ngram">{run(look.matched)}</mark>'
             f'<mark class="lookup-copied">{run(look.copied)}</mark>{run(look.after)}…</code></span>')

@@ -2,13 +2,13 @@
 from __future__ import annotations
 
 import pytest
-import torch
 
 from specviz.core.config import DecodeConfig
 from specviz.core.trace import StepTrace
-from specviz.engine.decoders import SpeculativeDecoder, TargetOnlyDecoder
+from specviz.engine.decoders import SpeculativeDecoder
 from specviz.engine.lookup_decoder import LookupDecoder
 from tests.engine.first_token import first_token_pvalue
+from tests.engine.greedy import greedy_parity
 
 PROMPTS = ["ROMEO.\nBut soft, what light", "KING.\nNow is the time", "HAMLET.\nTo be, or not to be, that is"]
 REPEATED = "KING.\nKING"  # the last token occurred before: the first round copies ".\nKING" (cut short by the end)
@@ -21,16 +21,8 @@ def lookup(**knobs) -> DecodeConfig:
 @pytest.mark.parametrize("gamma", [2, 5])
 def test_greedy_lookup_equals_target_only_and_hf_generate(pair, gamma):
     for prompt in PROMPTS:
-        config = lookup(gamma=gamma, temperature=0, max_new_tokens=32)
-        spec = SpeculativeDecoder(pair, prompt, config)
-        spec.run()
-        base = TargetOnlyDecoder(pair, prompt, config)
-        base.run()
-        ids = torch.tensor([spec.prompt_ids], device=pair.device)
-        hf = pair.target.generate(ids, attention_mask=torch.ones_like(ids), do_sample=False, max_new_tokens=32,
-                                  pad_token_id=pair.tokenizer.eos_token_id)[0, ids.shape[1]:].tolist()
+        spec = greedy_parity(pair, prompt, lookup(gamma=gamma, temperature=0, max_new_tokens=32))
         assert isinstance(spec, LookupDecoder) and spec.counters.accepted > 0
-        assert spec.generated_ids == base.generated_ids == hf[: len(spec.generated_ids)]
 
 
 def test_first_sampled_token_follows_the_target_when_copied_drafts_are_verified(pair):
@@ -87,3 +79,16 @@ def test_looking_in_the_prompt_only_copies_from_the_prompt(pair):
 def test_a_model_drafted_trace_keeps_its_old_fields(pair):
     data = SpeculativeDecoder(pair, PROMPTS[0], DecodeConfig(gamma=2)).step().to_dict()
     assert "drafter" not in data and "lookup" not in data
+
+
+@pytest.mark.parametrize("lang, none_said", [("en", "nothing is copied"), ("zh", "无可复制"), ("ja", "コピーするものがない")])
+def test_the_card_and_narration_tell_a_copied_round_and_an_empty_one(pair, lang, none_said):
+    from specviz.present import render
+
+    copied = SpeculativeDecoder(pair, REPEATED, lookup(gamma=4)).step()
+    card = render.step_card(copied, lang=lang)
+    assert '<mark class="lookup-copied">.⏎KING</mark>' in card and '<mark class="lookup-ngram">KING</mark>' in card
+    assert "min(1, p/1) = p(x) = " in card  # the accept chance is p(x): q = 1
+    assert "“KING”" in render.narration(copied, lang=lang)
+    empty = SpeculativeDecoder(pair, "KING", lookup(gamma=4)).step()
+    assert none_said in render.step_card(empty, lang=lang) and none_said in render.narration(empty, lang=lang)
