@@ -81,8 +81,10 @@ def test_a_model_drafted_trace_keeps_its_old_fields(pair):
     assert "drafter" not in data and "lookup" not in data
 
 
-@pytest.mark.parametrize("lang, none_said", [("en", "nothing is copied"), ("zh", "无可复制"), ("ja", "コピーするものがない")])
-def test_the_card_and_narration_tell_a_copied_round_and_an_empty_one(pair, lang, none_said):
+@pytest.mark.parametrize("lang, none_said, none_told", [("en", "nothing is copied", "nothing to copy"),
+                                                       ("zh", "无可复制", "无可复制"),
+                                                       ("ja", "コピーするものがない", "コピーするものがなく")])
+def test_the_card_and_narration_tell_a_copied_round_and_an_empty_one(pair, lang, none_said, none_told):
     from specviz.present import render
 
     copied = SpeculativeDecoder(pair, REPEATED, lookup(gamma=4)).step()
@@ -91,4 +93,4 @@ def test_the_card_and_narration_tell_a_copied_round_and_an_empty_one(pair, lang,
     assert "min(1, p/1) = p(x) = " in card  # the accept chance is p(x): q = 1
     assert "“KING”" in render.narration(copied, lang=lang)
     empty = SpeculativeDecoder(pair, "KING", lookup(gamma=4)).step()
-    assert none_said in render.step_card(empty, lang=lang) and none_said in render.narration(empty, lang=lang)
+    assert none_said in render.step_card(empty, lang=lang) and none_told in render.narration(empty, lang=lang)
