@@ -139,7 +139,8 @@ def race_handler(session, *knobs, lang: str = "en"):
     """Race: the page's settings decoded to the end by each side alone, the first side alternating per tab;
     returns (session, the race's HTML or None to keep what is shown, status)."""
     try:
-        shown = race_html(run_race(settings_from(*knobs), speculative_first=session.races % 2 == 0), lang)
+        with event_deadline(current_deployment().event_timeout_s):
+            shown = race_html(run_race(settings_from(*knobs), speculative_first=session.races % 2 == 0), lang)
     except (ValueError, ModelLoadError, RuntimeError) as err:
         return session, None, _failure(err, lang)
     session.races += 1

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import gradio as gr
 
 from ..core import playground
-from ..core.config import DRAFTS_MAX, DRAFTS_MIN, GAMMA_MAX, GAMMA_MIN, TOP_K_OFF, TOP_P_OFF
+from ..core.config import DRAFTERS, DRAFTS_MAX, DRAFTS_MIN, GAMMA_MAX, GAMMA_MIN, TOP_K_OFF, TOP_P_OFF
 from ..core.notation import NOTATIONS
 from ..engine.presets import PRESETS, default_preset, offered_presets
 from ..present import render
@@ -65,6 +65,7 @@ class Page:
     pg: object
     timer: object
     drafts: object = None   # several drafts at once (#drafts)
+    drafter: object = None  # who proposes: the draft model or prompt lookup (#drafter)
     lang: object = None     # issue 17: language, classroom mode, phase reveal, round summary, log KL scale
     classroom: object = None
     reveal: object = None
@@ -87,6 +88,11 @@ CLASSROOM_PACE_S = 2.5                       # Play's seconds per round in class
 def notation_choices(lang: str = "en") -> list[tuple[str, str]]:
     """The notation radio's (label, key) pairs: each convention named by its source, in `lang`."""
     return [(tr(lang, f"notation.{key}"), key) for key in NOTATIONS]
+
+
+def drafter_choices(lang: str = "en") -> list[tuple[str, str]]:
+    """The drafter radio's (label, key) pairs in `lang`."""
+    return [(tr(lang, f"drafter.{key}"), key) for key in DRAFTERS]
 
 
 def preset_choices(lang: str = "en") -> list[tuple[str, str]]:
@@ -133,12 +139,13 @@ def build_layout() -> Page:
                 with gr.Column(scale=1, min_width=300, elem_id="settings"):
                     prompt = gr.Textbox(label=T("lbl.prompt"), lines=2, elem_id="prompt",
                                         value=PRESETS[preset0].examples[0] if PRESETS[preset0].examples else "")
-                    example = gr.Dropdown(label=T("lbl.examples"), choices=list(PRESETS[preset0].examples), value=None,
+                    example = gr.Dropdown(label=T("lbl.examples"), choices=PRESETS[preset0].prompt_choices, value=None,
                                           elem_id="examples")
                     preset = gr.Dropdown(label=T("lbl.preset"), value=preset0, elem_id="preset",
                                          choices=preset_choices())
                     gamma = gr.Slider(GAMMA_MIN, GAMMA_MAX, value=4, step=1, label=T("lbl.gamma"), elem_id="gamma")
                     drafts = gr.Slider(DRAFTS_MIN, DRAFTS_MAX, value=1, step=1, elem_id="drafts", label=T("lbl.drafts"))
+                    drafter = gr.Radio(drafter_choices(), value="model", elem_id="drafter", label=T("lbl.drafter"))
                     temperature = gr.Slider(0, 2, value=DEFAULT_TEMPERATURE, step=0.05, label=T("lbl.temperature"),
                                             elem_id="temperature")
                     with gr.Group(elem_id="kl-group"):
@@ -196,7 +203,7 @@ def build_layout() -> Page:
                         traces_json = gr.JSON(visible=False, elem_id="traces-json")
         pg = playground_tab(T)
         timer = gr.Timer(0.8, active=False)
-        return Page(session=session, step_btn=step_btn, play_btn=play_btn, reset_btn=reset_btn, message=message, prompt=prompt, example=example, preset=preset, gamma=gamma, temperature=temperature, kl_budget=kl_budget, notation=notation, top_k=top_k, top_p=top_p, seed=seed, max_new=max_new, speed=speed, draft_model=draft_model, target_model=target_model, header=header, step_card=step_card, timeline=timeline, show_rejected=show_rejected, view_step=view_step, counters=counters, narration=narration, pq_plot=pq_plot, uniform_plot=uniform_plot, residual_plot=residual_plot, history_plot=history_plot, analytics=analytics, analytics_plot=analytics_plot, rejections=rejections, most_rejected=most_rejected, sweep_btn=sweep_btn, sweep_plot=sweep_plot, export_btn=export_btn, json_file=json_file, csv_file=csv_file, traces_json=traces_json, pg=pg, timer=timer, drafts=drafts,
+        return Page(session=session, step_btn=step_btn, play_btn=play_btn, reset_btn=reset_btn, message=message, prompt=prompt, example=example, preset=preset, gamma=gamma, temperature=temperature, kl_budget=kl_budget, notation=notation, top_k=top_k, top_p=top_p, seed=seed, max_new=max_new, speed=speed, draft_model=draft_model, target_model=target_model, header=header, step_card=step_card, timeline=timeline, show_rejected=show_rejected, view_step=view_step, counters=counters, narration=narration, pq_plot=pq_plot, uniform_plot=uniform_plot, residual_plot=residual_plot, history_plot=history_plot, analytics=analytics, analytics_plot=analytics_plot, rejections=rejections, most_rejected=most_rejected, sweep_btn=sweep_btn, sweep_plot=sweep_plot, export_btn=export_btn, json_file=json_file, csv_file=csv_file, traces_json=traces_json, pg=pg, timer=timer, drafts=drafts, drafter=drafter,
                     lang=lang, classroom=classroom, reveal=reveal, what=what, summary=summary, kl_scale=kl_scale, kl_note=kl_note, tabs=(live_tab, pg["tab"]),
                     race_btn=race_btn, race=race)
 

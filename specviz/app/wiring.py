@@ -21,7 +21,8 @@ from ..present.views import (Session, View, export_files, kl_buys, playground_dr
 from .gradio_internals import cache_dir, forget_tab
 from .handlers import (adopt, intro, play_handler, race_handler, reset_handler, step_handler, stop_handler,
                        tick_handler, view_handler, what_you_see)
-from .layout import CLASSROOM_PACE_S, KL_STEPS, Page, build_layout, notation_choices, preset_choices, toy_choices
+from .layout import (CLASSROOM_PACE_S, KL_STEPS, Page, build_layout, drafter_choices, notation_choices, preset_choices,
+                     toy_choices)
 
 
 CACHE_SWEEP = (300, 900)  # (every, older than) seconds: gradio's delete_cache
@@ -66,16 +67,17 @@ def wire(demo: gr.Blocks, page: Page) -> None:
         return {timer: gr.Timer(active=playing), play_btn: play_label(playing, lang_code)}
 
     def on_step(session_state, notation, preset, prompt, gamma, temperature, top_k, top_p, kl_budget, seed,
-            max_new_tokens, draft_model, target_model, drafts=1, lang="en", request: gr.Request = None):  # /step's parameters
+            max_new_tokens, draft_model, target_model, drafts=1, lang="en", drafter="model",
+            request: gr.Request = None):  # /step's parameters; each new one goes last, after lang
         s, view = step_handler(adopt(session_state, request.session_hash, lang), notation, preset, prompt, gamma, temperature,
-                   top_k, top_p, kl_budget, seed, max_new_tokens, draft_model, target_model, drafts, lang=lang)
+                   top_k, top_p, kl_budget, seed, max_new_tokens, draft_model, target_model, drafts, drafter, lang=lang)
         return {session: s, **updates(view)}
 
     def on_tick(s, n, preset, prompt, gamma, temperature, top_k, top_p, kl_budget, seed, max_new_tokens, draft_model,
-                target_model, drafts, code, request: gr.Request):  # named: gradio passes a Request only to a positional parameter
+                target_model, drafts, code, drafter, request: gr.Request):  # named: gradio passes a Request only to a positional parameter
         s, view, playing = tick_handler(adopt(s, request.session_hash, code), n, preset, prompt, gamma, temperature, top_k,
                                         top_p, kl_budget, seed, max_new_tokens, draft_model, target_model, drafts,
-                                        lang=code)
+                                        drafter, lang=code)
         return {session: s, **updates(view), **playing_updates(playing, code)}
 
     def on_play(s, seconds, code):
@@ -110,10 +112,10 @@ def wire(demo: gr.Blocks, page: Page) -> None:
     light_public = dict(concurrency_limit=None)
 
     def on_race(s, preset, prompt, gamma, temperature, top_k, top_p, kl_budget, seed, max_new_tokens, draft_model,
-                target_model, drafts=1, lang="en", request: gr.Request = None):  # /race's parameters: /step's knobs
+                target_model, drafts=1, lang="en", drafter="model", request: gr.Request = None):  # /step's but notation
         s, shown, status = race_handler(adopt(s, request.session_hash, lang), preset, prompt, gamma, temperature,
                                         top_k, top_p, kl_budget, seed, max_new_tokens, draft_model, target_model,
-                                        drafts, lang=lang)
+                                        drafts, drafter, lang=lang)
         return {session: s, page.race: gr.skip() if shown is None else shown, message: render.message_html(status)}
 
     def on_rejection_click(s, n, code, evt: gr.SelectData):
@@ -134,12 +136,12 @@ def wire(demo: gr.Blocks, page: Page) -> None:
     raw = dict(preprocess=False)  # knobs reach DecodeConfig as sent: refused by name, never rounded or clipped
     # trigger_mode="multiple": quick presses queue (5 presses = 5 steps), serialised by the session's lock;
     # no progress display: it kept the browser busy exactly while the round's forwards were being timed
-    step_btn.click(on_step, [session, notation, *knobs, lang], all_views, api_name="step", trigger_mode="multiple",
-                   show_progress="hidden", **model, **raw)
+    step_btn.click(on_step, [session, notation, *knobs, lang, page.drafter], all_views, api_name="step",
+                   trigger_mode="multiple", show_progress="hidden", **model, **raw)
     # the race's own forwards are timed: only a small timer on #race moves in the browser meanwhile
-    page.race_btn.click(on_race, [session, *knobs, lang], [session, page.race, message], api_name="race",
+    page.race_btn.click(on_race, [session, *knobs, lang, page.drafter], [session, page.race, message], api_name="race",
                         show_progress="minimal", show_progress_on=page.race, **model, **raw)
-    tick = timer.tick(on_tick, [session, notation, *knobs, lang], [*all_views, timer, play_btn],
+    tick = timer.tick(on_tick, [session, notation, *knobs, lang, page.drafter], [*all_views, timer, play_btn],
               api_visibility="private", show_progress="hidden", **model, **raw)
     play_btn.click(on_play, [session, speed, lang], [session, timer, play_btn], **light)
     reset_btn.click(on_stop, [session, lang], [session, timer, play_btn], cancels=[tick], **light).then(
@@ -148,7 +150,7 @@ def wire(demo: gr.Blocks, page: Page) -> None:
     notation.change(intro, [notation, lang], header, **light)
     lang.change(on_lang, [session, notation, view_step, lang, play_btn], [*all_views, header, what, play_btn, page.race], **light)
     lang.change(None, lang, None, js=SET_LOCALE_JS, api_visibility="private")
-    lang.change(relabel, lang, [*page.tabs, notation, preset, pg["preset"]], **light)
+    lang.change(relabel, lang, [*page.tabs, notation, preset, pg["preset"], page.drafter], **light)
     loaded = demo.load(None, None, [lang, classroom], js=INITIAL_JS, api_visibility="private")
     classroom.change(None, classroom, None, js="(on) => { document.body.classList.toggle('classroom', !!on); }",
                      api_visibility="private")
@@ -170,16 +172,16 @@ def wire(demo: gr.Blocks, page: Page) -> None:
     def on_unload(request: gr.Request):  # gradio passes the closed tab's request, no inputs
         forget_tab(demo, request)
     demo.unload(on_unload)
-    preset.change(lambda p: gr.Dropdown(choices=list(PRESETS[p].examples) if p in PRESETS else [], value=None),
+    preset.change(lambda p: gr.Dropdown(choices=PRESETS[p].prompt_choices if p in PRESETS else [], value=None),
               preset, example, **light)
 
 
 def relabel(code: str) -> list:
     """What gradio's i18n leaves as it was on a #lang switch: the tabs' names (given once, at mount) and the
-    labels of choices (the notation's sources, the model pairs, the playground's presets)."""
+    labels of choices (the notation's sources, the model pairs, the playground's presets, the drafters)."""
     return [gr.Tab(label=tr(code, "tab.live")), gr.Tab(label=tr(code, "tab.playground")),
             gr.Radio(choices=notation_choices(code)), gr.Dropdown(choices=preset_choices(code)),
-            gr.Dropdown(choices=toy_choices(code))]
+            gr.Dropdown(choices=toy_choices(code)), gr.Radio(choices=drafter_choices(code))]
 
 
 PAUSE_LABELS = {CATALOGUE[code]["btn.pause"] for code in CATALOGUE}

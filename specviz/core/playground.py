@@ -31,6 +31,8 @@ TOY_PRESETS = {  # name -> (target, draft) weights over TOY_TOKENS
     "identical": ([0.35, 0.25, 0.15, 0.10, 0.10, 0.05], [0.35, 0.25, 0.15, 0.10, 0.10, 0.05]),
     "disjoint supports": ([0.50, 0.30, 0.20, 0.0, 0.0, 0.0], [0.0, 0.0, 0.0, 0.40, 0.35, 0.25]),
     "one-hot target": ([0.0, 0.0, 1.0, 0.0, 0.0, 0.0], [0.25, 0.20, 0.20, 0.15, 0.10, 0.10]),
+    # prompt lookup's q: a point mass on the copied token; accept chance p(cat), residual p without "cat"
+    "one-hot draft (prompt lookup)": ([0.30, 0.25, 0.20, 0.10, 0.10, 0.05], [0.0, 0.0, 1.0, 0.0, 0.0, 0.0]),
 }
 
 

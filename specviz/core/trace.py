@@ -133,6 +133,19 @@ class TreeTrace:
 
 
 @dataclass
+class LookupTrace:
+    """Where a lookup round's drafts were copied from (`core.lookup`): token texts around the match."""
+    ngram: int              # n of the matched n-gram (the context's last n tokens); 0: no earlier match
+    start: int = 0          # index in prompt + generated where the copied tokens begin
+    in_prompt: bool = True  # the copy starts inside the prompt (else in earlier output)
+    before: list[str] = field(default_factory=list)   # a few tokens before the matched n-gram
+    matched: list[str] = field(default_factory=list)  # the matched n-gram, as it stands earlier
+    copied: list[str] = field(default_factory=list)   # the proposed tokens, where they stand earlier
+    after: list[str] = field(default_factory=list)    # a few tokens after them
+    searched: str = "context"  # "context" (prompt and output so far) or "prompt"
+
+
+@dataclass
 class StepTrace:
     step: int
     gamma: int
@@ -153,6 +166,8 @@ class StepTrace:
     drafts: int = 1         # k chains; > 1: `tree` tells the step, `positions` follow the accepted chain
     tree: TreeTrace | None = None
     draft_reads_target: bool = False  # the draft reads the target's hidden states (engine/feature_draft.py)
+    drafter: str = "model"  # "lookup": the drafts were copied by prompt lookup, q one-hot (`lookup` says from where)
+    lookup: LookupTrace | None = None
 
     @property
     def greedy(self) -> bool:
@@ -160,8 +175,12 @@ class StepTrace:
         return self.temperature == 0
 
     def to_dict(self) -> dict:
-        """Plain data; a single-chain step (drafts = 1) leaves the tree fields out, as before they existed."""
+        """Plain data; a single-chain step (drafts = 1) leaves the tree fields out, and a model-drafted one the
+        lookup fields, as before they existed."""
         data = asdict(self)
+        if self.drafter == "model":
+            for key in ("drafter", "lookup"):
+                data.pop(key)
         if self.drafts == 1:
             for key in ("drafts", "tree"):
                 data.pop(key)
@@ -187,4 +206,5 @@ class StepTrace:
         data["record"] = (StepRecord(**{**data["record"], "level_tries": tuple(data["record"].get("level_tries", ()))})
                           if data.get("record") else None)
         data["tree"] = TreeTrace.from_dict(data["tree"]) if data.get("tree") else None
+        data["lookup"] = LookupTrace(**data["lookup"]) if data.get("lookup") else None
         return cls(**data)

@@ -292,13 +292,18 @@ class _Drafted:
 class SpeculativeDecoder(_Decoder):
     """Speculative sampling (kl_budget = 0) or mentored decoding (kl_budget > 0), one round per step().
 
-    With config.drafts > 1 the constructor returns a `tree_decoder.TreeDecoder` (several drafts at once)."""
+    With config.drafts > 1 the constructor returns a `tree_decoder.TreeDecoder` (several drafts at once), with
+    config.drafter "lookup" a `lookup_decoder.LookupDecoder` (prompt lookup proposes, no draft model runs)."""
 
     def __new__(cls, pair=None, prompt=None, config=None, **_):
         if cls is SpeculativeDecoder and isinstance(config, DecodeConfig) and config.drafts > 1:
             from .tree_decoder import TreeDecoder  # imported here: it builds on this module
 
             cls = TreeDecoder
+        elif cls is SpeculativeDecoder and isinstance(config, DecodeConfig) and config.drafter == "lookup":
+            from .lookup_decoder import LookupDecoder  # imported here: it builds on this module
+
+            cls = LookupDecoder
         return super().__new__(cls)
 
     def __init__(self, pair: ModelPair, prompt: str, config: DecodeConfig, *, resume: DecoderState | None = None,
@@ -332,8 +337,8 @@ class SpeculativeDecoder(_Decoder):
         t2 = time.perf_counter()
         result, kept = self._correct(target_probs, drafted)   # 3. correct
         t3 = time.perf_counter()
-        record = StepRecord(gamma=self.config.gamma, n_emitted=len(kept), draft_s=t1 - t0, target_s=t2 - t1,
-                            step_s=t3 - t0, **counted_drafts(self.eos, result, self.config.gamma))
+        record = StepRecord(gamma=len(drafted.tokens), n_emitted=len(kept), draft_s=t1 - t0, target_s=t2 - t1,
+                            step_s=t3 - t0, **counted_drafts(self.eos, result, len(drafted.tokens)))
         self.records.append(record)
         self.counters.compute_s += record.step_s
         if not self.config.record:
@@ -361,7 +366,7 @@ class SpeculativeDecoder(_Decoder):
 
     def _verify(self, drafted: _Drafted) -> torch.Tensor:
         """2. verify: one target forward over the pending token and the gamma drafts."""
-        gamma = self.config.gamma
+        gamma = len(drafted.tokens)  # config.gamma, or fewer where a lookup found fewer
         logits = self.target.forward(self.tokens[self.target.seen:] + drafted.tokens, keep=gamma + 1)  # [gamma+1, V]
         target_probs = self.config.warp(logits)  # [gamma+1, V]
         _sync(self.pair.device)
@@ -372,25 +377,33 @@ class SpeculativeDecoder(_Decoder):
         """3. correct: accept a prefix, resample or add the bonus token, crop both caches back."""
         result = sampling.verify(target_probs, drafted.probs, torch.tensor(drafted.tokens, device=drafted.probs.device),
                                  kl_budget=self.config.kl_budget, generator=self.generator)
-        keep = len(self.tokens) + result.n_accepted  # prompt + generated + accepted; the new last token is pending
-        self.target.crop_to(keep)
-        self.draft.crop_to(keep)
+        return result, self._settle(result)
+
+    def _settle(self, result: sampling.Verification) -> list[int]:
+        """Crop the caches to the accepted prefix, count the verdicts, append the new tokens (what was kept)."""
+        self._crop_caches(len(self.tokens) + result.n_accepted)  # the new last token is pending
         self.counters.examined += result.n_examined
         self.counters.accepted += result.n_accepted
-        return result, self._accept_new(result.tokens)
+        return self._accept_new(result.tokens)
+
+    def _crop_caches(self, keep: int) -> None:
+        self.target.crop_to(keep)
+        self.draft.crop_to(keep)
 
     # ------------------------------------------------------------------ trace
 
     def _candidates(self, rows: list[torch.Tensor], must: list[int]) -> list[tuple[list[int], list[list[float]], list[float]]]:
         """rows: R distributions [P, V] over the same P positions. Per position: the union of the first
-        two rows' top-k and the `must` token, ordered by the first row; each row's values there; and
-        each row's mass outside them (the "other" note)."""
+        two rows' top-k of positive mass and the `must` token, ordered by the first row; each row's values
+        there; and each row's mass outside them (the "other" note). (A one-hot row, a lookup's q or any
+        row at T = 0, adds its one token, not k - 1 tokens of probability 0.)"""
         k = min(self.config.trace_top_k, self.pair.vocab_size)
         stacked = torch.stack(rows, 1)  # [P, R, V]
-        top = stacked[:, :2].topk(k, dim=-1).indices.flatten(1).tolist()  # [P, 2k]: the first two rows' top-k
+        best = stacked[:, :2].topk(k, dim=-1)  # [P, 2, k]: the first two rows' top-k
+        top = torch.where(best.values > 0, best.indices, -1).flatten(1).tolist()  # [P, 2k], -1: no mass
         out = []
         for pos, ids in enumerate(top):
-            ids = list(dict.fromkeys(ids + [must[pos]]))
+            ids = [x for x in dict.fromkeys(ids + [must[pos]]) if x >= 0]
             values = stacked[pos][:, ids]  # [R, n]
             order = values[0].argsort(descending=True).tolist()
             ids = [ids[i] for i in order]
@@ -400,7 +413,7 @@ class SpeculativeDecoder(_Decoder):
 
     def _trace(self, target_probs, drafted: _Drafted, result: sampling.Verification, kept: list[int],
                record: StepRecord) -> StepTrace:
-        gamma, n_accepted, token_text, step = self.config.gamma, result.n_accepted, self.pair.token_text, self.steps
+        gamma, n_accepted, token_text, step = len(drafted.tokens), result.n_accepted, self.pair.token_text, self.steps
         target, draft = target_probs[:gamma], drafted.probs  # [gamma, V]
         tokens = torch.tensor(drafted.tokens, device=target.device)  # [gamma]
         kl_spent = (result.drafted_kl.to(target.dtype) if result.drafted_kl is not None
@@ -434,7 +447,7 @@ class SpeculativeDecoder(_Decoder):
 
     def _correction_trace(self, target_probs, drafted: _Drafted, result: sampling.Verification) -> Correction:
         """3. correct, as shown: the token added after the accepted drafts and the law it came from."""
-        gamma, n_accepted, token_text = self.config.gamma, result.n_accepted, self.pair.token_text
+        gamma, n_accepted, token_text = len(drafted.tokens), result.n_accepted, self.pair.token_text
         last, kind = result.tokens[-1], "bonus" if result.bonus else "resampled"
         target_row = target_probs[n_accepted]  # [V]
         draft_row = drafted.probs[n_accepted] if n_accepted < gamma else torch.zeros_like(target_row)
@@ -452,7 +465,7 @@ class SpeculativeDecoder(_Decoder):
                 for i, x in enumerate(kept)]
 
     def _rejected(self, drafted: _Drafted, result: sampling.Verification) -> list[EmittedToken]:
-        if result.n_accepted >= self.config.gamma:
+        if result.n_accepted >= len(drafted.tokens):
             return []
         token = drafted.tokens[result.n_accepted]
         return [EmittedToken(id=token, text=self.pair.token_text(token), kind="rejected", step=self.steps)]

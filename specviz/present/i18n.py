@@ -62,6 +62,9 @@ EN = {
     "lbl.examples": "Example prompts",
     "lbl.preset": "Model pair",
     "lbl.gamma": "γ: tokens drafted per step",
+    "lbl.drafter": "Drafter: who proposes the tokens the target verifies",
+    "drafter.model": "draft model",
+    "drafter.lookup": "prompt lookup (copies from the prompt and output; no model)",
     "lbl.drafts": "k: drafts per step (> 1: k chains verified as a token tree)",
     "lbl.temperature": "temperature (0 = greedy)",
     "lbl.kl": "KL budget (0 = exact; > 0 = mentored decoding, LOSSY)",
@@ -117,6 +120,22 @@ EN = {
     "badge.exact": "exact",
     "badge.greedy": "greedy (T = 0)",
     "badge.lossy": "LOSSY: mentored decoding, KL budget {kl}",
+    "card.lookup": ("<b>1. Draft</b> — prompt lookup, no draft model: the last {n} token(s) occurred earlier in the {where}, "
+                    "so the {g} token(s) that followed are copied: {source}. {d} is one-hot: {d}(x) = 1 for a copied token, "
+                    "so its accept chance min(1, {t}(x)/1) is {t}(x)."),
+    "card.lookup_none": ("<b>1. Draft</b> — prompt lookup: the last tokens occur nowhere earlier in the {where}, so nothing "
+                         "is copied. This round is one target pass; its token is drawn from {t}, as in target-only decoding."),
+    "lookup.prompt": "prompt",
+    "lookup.output": "output so far",
+    "lookup.context": "prompt and output",
+    "chance.lookup": "min(1, {t}/1) = {t}(x) = ",
+    "why.lookup": ": {t} with the copied token removed, renormalised ({d} is one-hot)",
+    "sum.lookup_none": "Step {n}: no earlier match, nothing copied",
+    "nar.lookup": ("**1. Draft (prompt lookup):** the last {n} token(s) {ngram} occurred earlier in the {where}; the {g} "
+                   "token(s) after them were copied: {tokens}. The copy is certain, {d}(x) = 1, so each is kept with "
+                   "chance {t}(x), and after a rejection the replacement comes from {t} without that token."),
+    "nar.lookup_none": ("**1. Draft (prompt lookup):** the last tokens occur nowhere earlier in the {where}: nothing to copy, "
+                        "so this round is a single target pass."),
     "card.draft": "<b>1. Draft</b> — the draft model sampled {g}: {tokens}",
     "card.draft_reads": ("This draft reads the target's last hidden state where the target has computed it (up to "
                          "the last verified token) and its own guess of it for the tokens it drafts now (EAGLE). What it "
@@ -253,6 +272,9 @@ ZH = {
     "lbl.examples": "示例提示词",
     "lbl.preset": "模型对",
     "lbl.gamma": "γ：每步草稿 token 数",
+    "lbl.drafter": "起草方式：由谁提出交给目标模型验证的 token",
+    "drafter.model": "草稿模型",
+    "drafter.lookup": "提示查找（从提示词和输出中复制；不用模型）",
     "lbl.drafts": "k：每步草稿条数（> 1：k 条链作为 token 树一起验证）",
     "lbl.temperature": "温度（0 = 贪心解码）",
     "lbl.kl": "KL 预算（0 = 精确；> 0 = mentored decoding，有损）",
@@ -302,6 +324,20 @@ ZH = {
     "badge.exact": "精确",
     "badge.greedy": "贪心解码（T = 0）",
     "badge.lossy": "有损：mentored decoding，KL 预算 {kl}",
+    "card.lookup": ("<b>1. 起草</b> — 提示查找（prompt lookup），不用草稿模型：最后 {n} 个 token 在{where}中出现过，"
+                    "于是复制其后的 {g} 个 token：{source}。{d} 是 one-hot：被复制的 token 有 {d}(x) = 1，"
+                    "所以它的接受概率 min(1, {t}(x)/1) 就是 {t}(x)。"),
+    "card.lookup_none": ("<b>1. 起草</b> — 提示查找：最后的 token 在{where}中没有更早的出现，无可复制。"
+                         "本轮只是一次目标模型前向，token 从 {t} 中采样，与只用目标模型的解码相同。"),
+    "lookup.prompt": "提示词",
+    "lookup.output": "已生成的输出",
+    "lookup.context": "提示词和已生成的输出",
+    "chance.lookup": "min(1, {t}/1) = {t}(x) = ",
+    "why.lookup": "：即去掉被复制的 token 后重新归一化的 {t}（{d} 是 one-hot）",
+    "sum.lookup_none": "第 {n} 步：没有更早的匹配，未复制任何 token",
+    "nar.lookup": ("**1. 起草（提示查找）**：最后 {n} 个 token {ngram} 在{where}中出现过；复制了其后的 {g} 个 token：{tokens}。"
+                   "复制是确定的，{d}(x) = 1，所以每个 token 以概率 {t}(x) 被接受；被拒绝后，替代 token 从去掉该 token 的 {t} 中采样。"),
+    "nar.lookup_none": "**1. 起草（提示查找）**：最后的 token 在{where}中没有更早的出现，无可复制，所以本轮只是一次目标模型前向。",
     "card.draft": "<b>1. 起草</b> — 草稿模型采样了 {g} 个：{tokens}",
     "card.draft_reads": ("这个草稿模型在目标模型已计算过的位置（直到最后一个已验证的 token）"
                          "读取目标模型最后一层的隐藏状态，在正在起草的位置读取它自己对该隐藏状态的预测（EAGLE 方法）。"
@@ -422,6 +458,9 @@ JA = {
     "lbl.examples": "プロンプトの例",
     "lbl.preset": "モデルの組",
     "lbl.gamma": "γ：1 ステップあたりのドラフトトークン数",
+    "lbl.drafter": "ドラフトの出し方：ターゲットモデルが検証するトークンを誰が提案するか",
+    "drafter.model": "ドラフトモデル",
+    "drafter.lookup": "プロンプトルックアップ（プロンプトと出力からコピー；モデルなし）",
     "lbl.drafts": "k：1 ステップのドラフト数（> 1：k 本の系列をトークン木として検証）",
     "lbl.temperature": "温度（0 = 貪欲デコーディング）",
     "lbl.kl": "KL 予算（0 = 厳密；> 0 = mentored decoding：近似、出力分布が変わる）",
@@ -474,6 +513,23 @@ JA = {
     "badge.exact": "厳密",
     "badge.greedy": "貪欲デコーディング（T = 0）",
     "badge.lossy": "近似：mentored decoding、KL 予算 {kl}",
+    "card.lookup": ("<b>1. ドラフト</b> — プロンプトルックアップ（ドラフトモデルなし）：最後の {n} トークンが{where}に以前"
+                    "出現しているので、その後の {g} トークンをコピー：{source}。{d} は one-hot：コピーしたトークンは "
+                    "{d}(x) = 1 なので、受理確率 min(1, {t}(x)/1) は {t}(x)。"),
+    "card.lookup_none": ("<b>1. ドラフト</b> — プロンプトルックアップ：最後のトークンは{where}のどこにも以前出現しないので、"
+                         "コピーするものがない。このラウンドはターゲットモデル 1 回の計算で、トークンは {t} からサンプリング"
+                         "（ターゲットモデルだけのデコードと同じ）。"),
+    "lookup.prompt": "プロンプト",
+    "lookup.output": "これまでの出力",
+    "lookup.context": "プロンプトと出力",
+    "chance.lookup": "min(1, {t}/1) = {t}(x) = ",
+    "why.lookup": "：コピーしたトークンを除いて正規化し直した {t}（{d} は one-hot）",
+    "sum.lookup_none": "ステップ {n}：以前の一致がなく、何もコピーしない",
+    "nar.lookup": ("**1. ドラフト（プロンプトルックアップ）**：最後の {n} トークン {ngram} が{where}に以前出現した；その後の "
+                   "{g} トークンをコピー：{tokens}。コピーは確定的で {d}(x) = 1 なので、各トークンは確率 {t}(x) で受理され、"
+                   "棄却されたら代わりはそのトークンを除いた {t} からサンプリングされる。"),
+    "nar.lookup_none": ("**1. ドラフト（プロンプトルックアップ）**：最後のトークンは{where}に以前出現しない：コピーするものが"
+                        "なく、このラウンドはターゲットモデル 1 回の計算だけ。"),
     "card.draft": "<b>1. ドラフト</b> — ドラフトモデルが {g} 個サンプリング：{tokens}",
     "card.draft_reads": ("このドラフトモデルは、ターゲットモデルが計算済みの位置（検証済みの最後のトークンまで）"
                          "ではその最終層の隠れ状態を、いまドラフトしている位置では自分で予測した隠れ状態を読みます（EAGLE 方式）。"

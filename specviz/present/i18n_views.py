@@ -246,6 +246,7 @@ EN = {
     "toy.identical": "identical",
     "toy.disjoint supports": "disjoint supports",
     "toy.one-hot target": "one-hot target",
+    "toy.one-hot draft (prompt lookup)": "one-hot draft (prompt lookup copies “cat”)",
     "toy.random": "random",
     # error frames (the exception's own English stays for the CLI and the API; see present/errors.py)
     "err.whole_range": "{name} must be a whole number in {lo}..{hi}, not {value}",
@@ -493,6 +494,7 @@ ZH = {
     "toy.identical": "两个分布相同",
     "toy.disjoint supports": "支撑集不相交",
     "toy.one-hot target": "目标分布为 one-hot",
+    "toy.one-hot draft (prompt lookup)": "one-hot 草稿分布（提示查找复制 “cat”）",
     "toy.random": "随机",
     "err.whole_range": "{name} 必须是 {lo}..{hi} 之间的整数，而不是 {value}",
     "err.whole_range_here": "{name} 在此处必须是 {lo}..{hi} 之间的整数，而不是 {value}（命令行允许更大的值）",
@@ -739,6 +741,7 @@ JA = {
     "toy.identical": "同一の分布",
     "toy.disjoint supports": "台が重ならない",
     "toy.one-hot target": "one-hot のターゲット",
+    "toy.one-hot draft (prompt lookup)": "one-hot のドラフト分布（プロンプトルックアップが “cat” をコピー）",
     "toy.random": "ランダム",
     "err.whole_range": "{name} は {lo}..{hi} の整数でなければなりません（入力値：{value}）",
     "err.whole_range_here": ("{name} はここでは {lo}..{hi} の整数でなければなりません（入力値：{value}；"

@@ -48,8 +48,8 @@ def race_html(race: Race | None, lang: str = "en") -> str:
             f'<div class="race-caption">{tr(lang, "race.caption", first=first, device=html.escape(race.device))}</div>'
             + '<div class="race-lanes">'
             + _lane(a, tr(lang, "cnt.target_only"), tr(lang, "race.passes", n=a.target_passes), lang)
-            + _lane(b, tr(lang, "cnt.speculative"), tr(lang, "race.passes_spec", n=b.target_passes,
-                                                       d=b.draft_passes), lang)
+            + _lane(b, tr(lang, "cnt.speculative"), tr(lang, "race.passes_spec", n=b.target_passes, d=b.draft_passes)
+                    if b.draft_passes else tr(lang, "race.passes", n=b.target_passes), lang)
             + '</div>'
             + f'<div class="race-foot"><span class="race-result">{result}</span> '
               f'<button class="race-replay" data-slow="1">{tr(lang, "race.replay")}</button> '

@@ -127,6 +127,8 @@ def _verify_row(pos: PositionTrace, trace: StepTrace, t: str, d: str, lang: str 
         if _exact_differs(pos):
             key = "mentored.exact_rejects" if pos.verdict == "accepted" else "mentored.exact_accepts"
             chance += f' <b class="exact-would">⚠ {tr(lang, key)}</b>'
+    elif trace.drafter == "lookup":  # q one-hot: the accept chance is p(x) itself
+        chance = f'<span class="chance-name">{tr(lang, "chance.lookup", t=t)}</span>{chance_text}'
     else:
         chance = f'<span class="chance-name">min(1, {t}/{d}) = </span>{chance_text}'
     test = f'{_threshold(pos.uniform, pos.accept_prob, lang)} <span class="test">u = {u} {cmp} {chance}</span>'
@@ -143,7 +145,8 @@ def _correction(trace: StepTrace, t: str, d: str, lang: str = "en") -> str:
         source = f"{t}"
     else:
         source = tr(lang, "source.mentored") if lossy else f"norm(max(0, {t} − {d}))"
-        why = tr(lang, "why.mentored" if lossy else "why.greedy" if trace.greedy else "why.residual")
+        why = tr(lang, "why.mentored" if lossy else "why.greedy" if trace.greedy else
+                 "why.lookup" if trace.drafter == "lookup" else "why.residual", t=t, d=d)
         head = tr(lang, "correct.resampled", pos=c.position + 1, token=token, source=source, why=why)
     top = [x for x in sorted(c.candidates, key=lambda x: -x.final_prob)[:4] if x.final_prob > 0 or x.id == c.token]
     if all(x.id != c.token for x in top):
@@ -157,6 +160,36 @@ def _correction(trace: StepTrace, t: str, d: str, lang: str = "en") -> str:
         for x in top)
     return (f'<div class="phase" data-phase="correct">{head}</div>'
             f'<div class="options" data-phase="correct">{tr(lang, "top_of", source=source)} {options}</div>')
+
+
+def _lookup_where(trace: StepTrace, lang: str) -> str:
+    """Where the lookup found its match, or (no match) where it looked."""
+    look = trace.lookup
+    if look.ngram:
+        return tr(lang, "lookup.prompt" if look.in_prompt else "lookup.output")
+    return tr(lang, "lookup.prompt" if look.searched == "prompt" else "lookup.context")
+
+
+def lookup_source(trace: StepTrace) -> str:
+    """The copied drafts where they stand earlier: context, the matched n-gram (dashed box), the copied
+    tokens (solid box, bold), what followed them."""
+    look = trace.lookup
+
+    def run(texts: list[str]) -> str:  # spaces kept (it is text to read), newlines as ⏎ (the card keeps its height)
+        return html.escape("".join(texts).replace("\n", "⏎"))
+
+    return (f'<span class="lookup-source"><code>…{run(look.before)}<mark class="lookup-ngram">{run(look.matched)}</mark>'
+            f'<mark class="lookup-copied">{run(look.copied)}</mark>{run(look.after)}…</code></span>')
+
+
+def _draft_line(trace: StepTrace, drafted: str, t: str, d: str, lang: str) -> str:
+    if trace.drafter != "lookup" or trace.lookup is None:
+        return tr(lang, "card.draft", g=trace.gamma, tokens=drafted)
+    where = _lookup_where(trace, lang)
+    if not trace.lookup.ngram:
+        return tr(lang, "card.lookup_none", where=where, t=t)
+    return tr(lang, "card.lookup", n=trace.lookup.ngram, where=where, g=len(trace.positions), source=lookup_source(trace),
+              t=t, d=d)
 
 
 def step_card(trace: StepTrace | None, notation: str = "leviathan", total_steps: int = 0, lang: str = "en") -> str:
@@ -190,7 +223,7 @@ def step_card(trace: StepTrace | None, notation: str = "leviathan", total_steps:
                 else "card.verify", t=t, d=d)
     return (f'<div class="card" data-step="{trace.step}"><div class="card-head"><b>{tr(lang, "card.step", n=trace.step)}</b>'
             f'{viewing} · γ = {trace.gamma} {mode} · {tr(lang, "card.tokens_from_pass", k=len(trace.emitted))}</div>'
-            f'<div class="phase" data-phase="draft">{tr(lang, "card.draft", g=trace.gamma, tokens=drafted)}</div>'
+            f'<div class="phase" data-phase="draft">{_draft_line(trace, drafted, t, d, lang)}</div>'
             f'{reads}<div class="phase" data-phase="verify">{verify}</div>'
             f'<div class="table-scroll" data-phase="verify"><table class="verify"><tr>{head_cells}</tr>{rows}</table></div>'
             f'{_correction(trace, t, d, lang)}</div>')
@@ -203,7 +236,8 @@ def round_summary(trace: StepTrace | None, notation: str = "leviathan", lang: st
         return f'<div class="round-summary empty">{tr(lang, "sum.empty")}</div>'
     c = trace.correction
     token = f"<code>{_esc(c.text)}</code>"
-    kept = (tr(lang, "sum.kept_all", n=trace.step, g=trace.gamma) if trace.n_accepted == trace.gamma
+    kept = (tr(lang, "sum.lookup_none", n=trace.step) if not trace.positions
+            else tr(lang, "sum.kept_all", n=trace.step, g=trace.gamma) if trace.n_accepted == trace.gamma
             else tr(lang, "sum.kept", n=trace.step, g=trace.gamma, k=trace.n_accepted))
     if c.kind == "bonus":
         how = tr(lang, "sum.bonus", token=token)
@@ -232,8 +266,13 @@ def narration(trace: StepTrace | None, notation: str = "leviathan", lang: str = 
     t, d = letters(notation)
     q = (lambda text: f"“{show(text)}”")
     drafted = ", ".join(f"{q(p.draft_text)} ({d} = {num(p.draft_prob)})" for p in trace.positions)
-    lines = [f"#### {tr(lang, 'card.step', n=trace.step)}", tr(lang, "nar.draft", g=trace.gamma, tokens=drafted),
-             "", tr(lang, "nar.verify")]
+    if trace.drafter == "lookup" and trace.lookup is not None:
+        where, look = _lookup_where(trace, lang), trace.lookup
+        draft = (tr(lang, "nar.lookup", n=look.ngram, ngram=q("".join(look.matched)), where=where, g=len(trace.positions),
+                    tokens=drafted, t=t, d=d) if look.ngram else tr(lang, "nar.lookup_none", where=where))
+    else:
+        draft = tr(lang, "nar.draft", g=trace.gamma, tokens=drafted)
+    lines = [f"#### {tr(lang, 'card.step', n=trace.step)}", draft, "", tr(lang, "nar.verify")]
     for p in trace.positions:
         verdict = tr(lang, "verdict.accepted" if p.verdict == "accepted" else "verdict.rejected")
         if p.uniform is None:

@@ -28,7 +28,7 @@ def pq_figure(trace: StepTrace, notation: str = "leviathan", lang: str = "en") -
     t, d = letters(notation)
     n = len(trace.positions)
     gap = 0.45 / n if n > 1 else 0.0
-    height = (1 - gap * (n - 1)) / n
+    height = (1 - gap * (n - 1)) / n if n else 1.0  # n = 0: a lookup round that found nothing to copy
     data, layout_axes, notes = [], {}, []
     for i, pos in enumerate(trace.positions):
         x_ref, y_ref = axis_refs(i)

@@ -120,12 +120,13 @@ def _text(name: str, value) -> str:
 
 
 def settings_from(preset, prompt, gamma, temperature, top_k, top_p, kl_budget, seed, max_new_tokens,
-                  draft_model: str = "", target_model: str = "", drafts=1) -> RunSettings:
+                  draft_model: str = "", target_model: str = "", drafts=1, drafter="model") -> RunSettings:
     """The page's knobs as RunSettings; bad values raise ValueError / ModelLoadError naming the knob.
     Draft and target model fields, when both are filled, replace the preset (see models.custom_pair)."""
     config = DecodeConfig.from_knobs(gamma=gamma, temperature=temperature, top_k=top_k, top_p=top_p,
                                      kl_budget=kl_budget, max_new_tokens=max_new_tokens, seed=seed,
-                                     drafts=1 if drafts is None else drafts)
+                                     drafts=1 if drafts is None else drafts,
+                                     drafter="model" if drafter is None else drafter)
     if config.max_new_tokens > PAGE_MAX_NEW_TOKENS:
         raise ValueError(f"max_new_tokens must be a whole number in 1..{PAGE_MAX_NEW_TOKENS} here, "
                          f"not {max_new_tokens!r} (the command line goes further)")

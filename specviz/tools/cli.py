@@ -10,7 +10,7 @@ import json
 import os
 import sys
 
-from ..core.config import DecodeConfig
+from ..core.config import DRAFTERS, DecodeConfig
 from ..core.metrics import metric_set
 from ..engine.decoders import DecodingFinished, SpeculativeDecoder, TargetOnlyDecoder
 from ..engine.loading import load_pair
@@ -39,12 +39,15 @@ def _add_decoding_args(ap: argparse.ArgumentParser, gamma_list: bool = False) ->
     else:
         ap.add_argument("--gamma", type=int, default=4)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--drafter", choices=DRAFTERS, default="model",
+                    help="who proposes: the pair's draft model, or prompt lookup (copies what followed an earlier "
+                         "occurrence of the last n tokens; the draft model is not used)")
 
 
 def config_from(args) -> DecodeConfig:
     return DecodeConfig.from_knobs(gamma=args.gamma, temperature=args.temperature, top_k=args.top_k,
                                    top_p=args.top_p, kl_budget=args.kl_budget, max_new_tokens=args.max_new_tokens,
-                                   seed=args.seed, drafts=getattr(args, "drafts", 1))
+                                   seed=args.seed, drafts=getattr(args, "drafts", 1), drafter=args.drafter)
 
 
 def run_stats(decoder) -> dict:
@@ -101,6 +104,13 @@ def _threads(text: str) -> int:
     return value
 
 
+def _number_list(flag: str, text: str) -> list[float]:
+    try:
+        return [float(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise ValueError(f"{flag} must be a comma-separated list of numbers, not {text!r}") from None
+
+
 def cmd_bench(args) -> int:
     from .bench import run_bench, run_drafts_bench
     from .preset_cost import run_preset_cost
@@ -110,6 +120,8 @@ def cmd_bench(args) -> int:
 
         torch.set_num_threads(args.threads)
 
+    if args.drafter == "lookup" and (args.drafts is not None or args.random_weights):
+        raise ValueError("bench --drafter lookup runs the lookup bench: leave out --drafts and --random-weights")
     if args.drafts is not None:
         result = run_drafts_bench(preset=args.preset, draft=args.draft, target=args.target, device=args.device,
                                   drafts=_whole_list("--drafts", args.drafts), gammas=_whole_list("--gammas", args.gammas),
@@ -120,7 +132,13 @@ def cmd_bench(args) -> int:
             for row in result["rows"]:
                 print("  ".join(f"{k} {v}" for k, v in row.items()))
         return 0
-    if args.random_weights:
+    if args.drafter == "lookup":
+        from .lookup_bench import run_lookup_bench
+
+        result = run_lookup_bench(preset=args.preset, draft=args.draft, target=args.target, device=args.device,
+                                  gamma=args.gamma, quick=args.quick, seed=args.seed,
+                                  temperatures=_number_list("--temperatures", args.temperatures))
+    elif args.random_weights:
         result = run_preset_cost(args.preset, device=args.device)
     else:
         result = run_bench(preset=args.preset, draft=args.draft, target=args.target, device=args.device,
@@ -174,7 +192,7 @@ def cmd_report(args) -> int:
     summary = run_report(prompts, args.out, preset=args.preset, draft=args.draft, target=args.target,
                          device=args.device, gamma=args.gamma, temperature=args.temperature, top_k=args.top_k,
                          top_p=args.top_p, runs=args.runs, max_new_tokens=args.max_new_tokens,
-                         kl_budget=args.kl_budget)
+                         kl_budget=args.kl_budget, drafter=args.drafter)
     o, best = summary["overall"], summary["best_gamma"]
     print(f"{len(summary['prompts'])} prompts, {o['steps']} steps: alpha {o['acceptance_rate']:.3f}, draft acceptance "
           f"rate {o['draft_acceptance_rate']:.3f}, mean acceptance length {o['mean_acceptance_length']:.2f}; "
@@ -242,6 +260,8 @@ def main(argv=None) -> int:
                        help="torch's intra-op threads (default: torch's, every core; the app serves with one fewer)")
     bench.add_argument("--drafts", default=None, help="e.g. 1,2,4: several drafts at once, each k against target-only")
     bench.add_argument("--gammas", default="2,4", help="with --drafts: the gammas to run each k at (default 2,4)")
+    bench.add_argument("--temperatures", default="0,0.7",
+                       help="with --drafter lookup: the temperatures to run the copy-heavy examples at")
     bench.add_argument("--json", action="store_true")
     bench.add_argument("--random-weights", action="store_true",
                        help="a hub preset's draft and target built from their configs with random weights: "

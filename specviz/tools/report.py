@@ -119,13 +119,14 @@ def _mean_sweep(sweeps: list[dict]) -> dict | None:
 def run_report(prompts: list[str], out_dir: str | Path, *, preset=None, draft=None, target=None, device=None,
                gamma: int | str | list = 4, temperature: float = 1.0, top_k: int | None = None,
                top_p: float | None = None, runs: int = 1, max_new_tokens: int = 64, kl_budget: float = 0.0,
-               progress=sys.stderr) -> dict:
+               drafter: str = "model", progress=sys.stderr) -> dict:
     # 1. settings, validated before any model loads
     if isinstance(runs, bool) or not isinstance(runs, int) or not 1 <= runs <= 100:
         raise ValueError(f"runs must be a whole number in 1..100, not {runs!r}")
     gammas = parse_gammas(gamma)
     configs = {g: [DecodeConfig.from_knobs(gamma=g, temperature=temperature, top_k=top_k, top_p=top_p,
-                                           kl_budget=kl_budget, max_new_tokens=max_new_tokens, seed=run)
+                                           kl_budget=kl_budget, max_new_tokens=max_new_tokens, seed=run,
+                                           drafter=drafter)
                    for run in range(runs)] for g in gammas}
     pair = load_pair(preset, draft=draft, target=target, device=device)
     out = Path(out_dir)
@@ -182,7 +183,7 @@ def run_report(prompts: list[str], out_dir: str | Path, *, preset=None, draft=No
     ranks = rank_analysis.rank_analysis(all_traces)
     summary = {"whatif": report_whatif(by_gamma, ranks["predicted_sibling_acceptance"]), "rank_analysis": ranks,
                "settings": {"gamma": gammas[0], "gammas": gammas, "temperature": temperature, "top_k": top_k,
-                            "top_p": top_p, "kl_budget": kl_budget, "runs": runs, "max_new_tokens": max_new_tokens,
+                            "top_p": top_p, "kl_budget": kl_budget, "drafter": drafter, "runs": runs, "max_new_tokens": max_new_tokens,
                             "prompts": len(prompts)},
                "pair": {"name": pair.name, "draft": pair.ref.draft, "target": pair.ref.target, "device": str(pair.device),
                         "dtype": str(pair.dtype).removeprefix("torch."),

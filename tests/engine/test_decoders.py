@@ -12,6 +12,7 @@ from specviz.core.metrics import metric_set
 from specviz.core.trace import StepTrace
 from specviz.engine.decoders import DecodingFinished, SpeculativeDecoder, TargetOnlyDecoder
 from tests.engine.first_token import first_token_pvalue
+from tests.engine.greedy import greedy_parity
 
 PROMPTS = ["ROMEO.\nBut soft, what light", "KING.\nNow is the time", "HAMLET.\nTo be, or not"]
 
@@ -19,15 +20,7 @@ PROMPTS = ["ROMEO.\nBut soft, what light", "KING.\nNow is the time", "HAMLET.\nT
 @pytest.mark.parametrize("gamma", [1, 3, 6])
 def test_greedy_speculative_equals_target_only_and_hf_generate(pair, gamma):
     for prompt in PROMPTS:
-        config = DecodeConfig(gamma=gamma, temperature=0, max_new_tokens=24)
-        spec = SpeculativeDecoder(pair, prompt, config)
-        spec.run()
-        base = TargetOnlyDecoder(pair, prompt, config)
-        base.run()
-        ids = torch.tensor([spec.prompt_ids], device=pair.device)
-        hf = pair.target.generate(ids, attention_mask=torch.ones_like(ids), do_sample=False, max_new_tokens=24,
-                                  pad_token_id=pair.tokenizer.eos_token_id)[0, ids.shape[1]:].tolist()
-        assert spec.generated_ids == base.generated_ids == hf[: len(spec.generated_ids)]
+        greedy_parity(pair, prompt, DecodeConfig(gamma=gamma, temperature=0, max_new_tokens=24))
 
 
 @pytest.mark.parametrize("warping", [{}, {"top_k": 20}, {"top_p": 0.8, "temperature": 0.8}])

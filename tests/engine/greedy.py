@@ -1,0 +1,22 @@
+"""The greedy parity check engine test files share: at T = 0 speculative decoding emits what the target alone does."""
+from __future__ import annotations
+
+import torch
+
+from specviz.core.config import DecodeConfig
+from specviz.engine.decoders import SpeculativeDecoder, TargetOnlyDecoder
+
+
+def greedy_parity(pair, prompt: str, config: DecodeConfig) -> SpeculativeDecoder:
+    """Runs `config` (T = 0) speculatively and target-only, and transformers' greedy generate as the oracle;
+    asserts the three agree token for token and returns the speculative decoder."""
+    spec = SpeculativeDecoder(pair, prompt, config)
+    spec.run()
+    base = TargetOnlyDecoder(pair, prompt, config)
+    base.run()
+    ids = torch.tensor([spec.prompt_ids], device=pair.device)
+    hf = pair.target.generate(ids, attention_mask=torch.ones_like(ids), do_sample=False,
+                              max_new_tokens=config.max_new_tokens,
+                              pad_token_id=pair.tokenizer.eos_token_id)[0, ids.shape[1]:].tolist()
+    assert spec.generated_ids == base.generated_ids == hf[: len(spec.generated_ids)]
+    return spec

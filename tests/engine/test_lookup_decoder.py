@@ -1,0 +1,96 @@
+"""The lookup drafter on the bundled pair: greedy parity, the first token's law, what a round's trace tells."""
+from __future__ import annotations
+
+import pytest
+
+from specviz.core.config import DecodeConfig
+from specviz.core.trace import StepTrace
+from specviz.engine.decoders import SpeculativeDecoder
+from specviz.engine.lookup_decoder import LookupDecoder
+from tests.engine.first_token import first_token_pvalue
+from tests.engine.greedy import greedy_parity
+
+PROMPTS = ["ROMEO.\nBut soft, what light", "KING.\nNow is the time", "HAMLET.\nTo be, or not to be, that is"]
+REPEATED = "KING.\nKING"  # the last token occurred before: the first round copies ".\nKING" (cut short by the end)
+
+
+def lookup(**knobs) -> DecodeConfig:
+    return DecodeConfig(drafter="lookup", **knobs)
+
+
+@pytest.mark.parametrize("gamma", [2, 5])
+def test_greedy_lookup_equals_target_only_and_hf_generate(pair, gamma):
+    for prompt in PROMPTS:
+        spec = greedy_parity(pair, prompt, lookup(gamma=gamma, temperature=0, max_new_tokens=32))
+        assert isinstance(spec, LookupDecoder) and spec.counters.accepted > 0
+
+
+def test_first_sampled_token_follows_the_target_when_copied_drafts_are_verified(pair):
+    """N = 2,000 seeded one-round runs at T = 1 whose round verifies a copied draft; chi-square p > 1e-3
+    against the target's next-token distribution from a plain forward pass."""
+    config = lookup(gamma=4, max_new_tokens=1, record=False)
+    assert len(SpeculativeDecoder(pair, REPEATED, lookup(gamma=4)).step().positions) == 3
+    assert first_token_pvalue(pair, REPEATED, config) > 1e-3
+
+
+def test_a_copied_round_shows_q_at_one_accept_chance_p_and_the_residual_p_without_x(pair):
+    dec = SpeculativeDecoder(pair, REPEATED, lookup(gamma=4, seed=1, max_new_tokens=40))
+    seen_rejection = False
+    while not dec.finished and not seen_rejection:
+        trace = dec.step()
+        for pos in trace.positions:
+            assert pos.draft_prob == 1.0 and pos.accept_prob == pytest.approx(pos.target_prob, rel=1e-5)
+        if trace.positions and trace.n_accepted < len(trace.positions):
+            seen_rejection = True
+            x = trace.positions[trace.n_accepted].draft_token
+            p = {c.id: c.target_prob for c in trace.correction.candidates}
+            residual = dict(zip([c.id for c in trace.correction.candidates], trace.correction.residual_probs))
+            assert residual[x] == 0.0
+            other = max((i for i in p if i != x), key=p.get)
+            assert residual[other] == pytest.approx(p[other] / (1 - p[x]), rel=1e-4)
+        assert trace.drafter == "lookup" and trace.counters.draft_calls == 0
+    assert seen_rejection
+
+
+def test_the_trace_says_where_the_drafts_were_copied_from(pair):
+    trace = SpeculativeDecoder(pair, REPEATED, lookup(gamma=4)).step()
+    assert trace.lookup.ngram == 1 and trace.lookup.start == 1 and trace.lookup.in_prompt
+    assert trace.lookup.matched == ["KING"] and trace.lookup.copied == [".", "\n", "KING"]
+    assert [p.draft_text for p in trace.positions] == trace.lookup.copied
+    assert StepTrace.from_dict(trace.to_dict()) == trace
+
+
+def test_no_earlier_match_proposes_nothing_and_the_round_is_one_target_pass(pair):
+    dec = SpeculativeDecoder(pair, "KING", lookup(gamma=4))
+    trace = dec.step()
+    assert trace.positions == [] and trace.lookup.ngram == 0
+    assert [e.kind for e in trace.emitted] == ["bonus"] and trace.correction.kind == "bonus"
+    assert dec.counters.target_calls == 1 and dec.records[0].gamma == 0
+    assert not hasattr(dec, "draft")  # the pair's draft model never runs
+
+
+def test_looking_in_the_prompt_only_copies_from_the_prompt(pair):
+    dec = SpeculativeDecoder(pair, PROMPTS[2], lookup(gamma=4, lookup_source="prompt", max_new_tokens=48, seed=2))
+    traces = dec.run()
+    assert all(t.lookup.in_prompt for t in traces if t.lookup.ngram)
+    assert any(t.lookup.ngram for t in traces)
+
+
+def test_a_model_drafted_trace_keeps_its_old_fields(pair):
+    data = SpeculativeDecoder(pair, PROMPTS[0], DecodeConfig(gamma=2)).step().to_dict()
+    assert "drafter" not in data and "lookup" not in data
+
+
+@pytest.mark.parametrize("lang, none_said, none_told", [("en", "nothing is copied", "nothing to copy"),
+                                                       ("zh", "无可复制", "无可复制"),
+                                                       ("ja", "コピーするものがない", "コピーするものがなく")])
+def test_the_card_and_narration_tell_a_copied_round_and_an_empty_one(pair, lang, none_said, none_told):
+    from specviz.present import render
+
+    copied = SpeculativeDecoder(pair, REPEATED, lookup(gamma=4)).step()
+    card = render.step_card(copied, lang=lang)
+    assert '<mark class="lookup-copied">.⏎KING</mark>' in card and '<mark class="lookup-ngram">KING</mark>' in card
+    assert "min(1, p/1) = p(x) = " in card  # the accept chance is p(x): q = 1
+    assert "“KING”" in render.narration(copied, lang=lang)
+    empty = SpeculativeDecoder(pair, "KING", lookup(gamma=4)).step()
+    assert none_said in render.step_card(empty, lang=lang) and none_told in render.narration(empty, lang=lang)
