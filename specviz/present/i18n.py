@@ -166,6 +166,8 @@ EN = {
     "correct.bonus": ("<b>3. Correct</b> — all {g} drafts accepted, so the target pass already holds the next "
                       "distribution {t}: <b>bonus</b> token {token} for free."),
     "correct.resampled": "<b>3. Correct</b> — position {pos} was rejected: <b>resampled</b> {token} from {source}{why}.",
+    "correct.lookup_none": ("<b>3. Correct</b> — nothing to verify: the one target pass draws {token} from {t}, as "
+                            "target-only decoding would."),
     "why.mentored": ", the mentored resampling distribution",
     "why.greedy": ": at temperature 0 that is the target's argmax",
     "why.residual": ", the residual: the mass the target wants beyond what the draft gave",
@@ -365,6 +367,7 @@ ZH = {
     "skipped": "位置 {span}（{tokens}）：未检验，前面的草稿已被拒绝",
     "correct.bonus": "<b>3. 修正</b> — {g} 个草稿全部被接受，而这次目标前向计算已经算出了下一个位置的分布 {t}：从中直接采样出<b>额外 token</b> {token}，无需再做前向计算。",
     "correct.resampled": "<b>3. 修正</b> — 位置 {pos} 被拒绝：从 {source} <b>重采样</b>得到 {token}{why}。",
+    "correct.lookup_none": "<b>3. 修正</b> — 没有需要验证的草稿：这一次目标前向直接从 {t} 中采样出 {token}，与只用目标模型的解码相同。",
     "why.mentored": "，即 mentored 重采样分布",
     "why.greedy": "：温度为 0 时就是目标模型的 argmax",
     "why.residual": "，即残差分布：目标模型想要、而草稿模型给得不够的那部分概率",
@@ -559,6 +562,7 @@ JA = {
     "correct.bonus": ("<b>3. 修正</b> — {g} 個のドラフトがすべて採用されたので、ターゲットの順伝播で次の位置の分布 {t} もすでに得られている"
                       "：追加の順伝播なしで<b>ボーナストークン</b> {token} を得る。"),
     "correct.resampled": "<b>3. 修正</b> — 位置 {pos} が棄却された：{source} から {token} を<b>サンプリングし直した</b>{why}。",
+    "correct.lookup_none": "<b>3. 修正</b> — 検査するドラフトはない：1 回のターゲットの順伝播で {t} から {token} をサンプリングする（ターゲットモデルだけのデコードと同じ）。",
     "why.mentored": "（mentored の再サンプリング分布）",
     "why.greedy": "（温度 0 ではターゲットの argmax）",
     "why.residual": "（残差分布：ドラフトが与えた以上にターゲットが望む確率質量）",

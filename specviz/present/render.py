@@ -140,7 +140,10 @@ def _correction(trace: StepTrace, t: str, d: str, lang: str = "en") -> str:
     c = trace.correction
     lossy = trace.kl_budget > 0
     token = f"<code>{_esc(c.text)}</code>"
-    if c.kind == "bonus":
+    if not trace.positions:  # prompt lookup found nothing to copy: a plain target pass, nothing was accepted
+        head = tr(lang, "correct.lookup_none", t=t, token=token)
+        source = f"{t}"
+    elif c.kind == "bonus":
         head = tr(lang, "correct.bonus", g=trace.gamma, t=t, token=token)
         source = f"{t}"
     else:
@@ -221,12 +224,12 @@ def step_card(trace: StepTrace | None, notation: str = "leviathan", total_steps:
              if getattr(trace, "draft_reads_target", False) else "")
     verify = tr(lang, "card.verify_greedy" if trace.greedy else "card.verify_mentored" if trace.kl_budget > 0
                 else "card.verify", t=t, d=d)
+    verify_part = (f'<div class="phase" data-phase="verify">{verify}</div><div class="table-scroll" data-phase="verify">'
+                   f'<table class="verify"><tr>{head_cells}</tr>{rows}</table></div>') if trace.positions else ""
     return (f'<div class="card" data-step="{trace.step}"><div class="card-head"><b>{tr(lang, "card.step", n=trace.step)}</b>'
             f'{viewing} · γ = {trace.gamma} {mode} · {tr(lang, "card.tokens_from_pass", k=len(trace.emitted))}</div>'
             f'<div class="phase" data-phase="draft">{_draft_line(trace, drafted, t, d, lang)}</div>'
-            f'{reads}<div class="phase" data-phase="verify">{verify}</div>'
-            f'<div class="table-scroll" data-phase="verify"><table class="verify"><tr>{head_cells}</tr>{rows}</table></div>'
-            f'{_correction(trace, t, d, lang)}</div>')
+            f'{reads}{verify_part}{_correction(trace, t, d, lang)}</div>')
 
 
 def round_summary(trace: StepTrace | None, notation: str = "leviathan", lang: str = "en") -> str:
@@ -335,7 +338,8 @@ def text_view(prompt: str, traces: list[StepTrace], selected: int | None = None,
             f'<div class="legend">{legend} · {tr(lang, "legend.hint")}</div>')
 
 
-def counters_html(m: dict, device: str, lossy: bool, baseline_tokens: int, steps: int, lang: str = "en") -> str:
+def counters_html(m: dict, device: str, lossy: bool, baseline_tokens: int, steps: int, lang: str = "en",
+                  lookup: bool = False) -> str:
     """Speculative vs target-only, from metrics.metrics(); timings flagged while warming up. The first
     line carries the speed argument (target passes each way, tokens per pass, speedup) for a class."""
     if not steps:
@@ -356,7 +360,7 @@ def counters_html(m: dict, device: str, lossy: bool, baseline_tokens: int, steps
     alpha = tr(lang, "cnt.alpha", a=f'{m["acceptance_rate"]:.2f}', m=f'{m["mean_acceptance_length"]:.2f}')
     rows = [(tr(lang, "cnt.tokens"), m["tokens"], baseline_tokens),
             (tr(lang, "cnt.target_passes"), m["target_calls"], baseline_tokens),
-            (tr(lang, "cnt.draft_passes"), m["draft_calls"], "—"),
+            (tr(lang, "cnt.draft_passes"), 0 if lookup else m["draft_calls"], "—"),  # lookup copies: no draft forward
             (tr(lang, "cnt.tokens_per_s"), rate("tokens_per_s_speculative"), rate("tokens_per_s_target_only"))]
     body = "".join(f"<tr><td>{a}</td><td><b>{b}</b></td><td>{c}</td></tr>" for a, b, c in rows)
     return (f'<div class="counters"><div class="speed-argument">{argument}</div><table><tr><th></th>'

@@ -46,12 +46,12 @@ def call(url: str, api: str, body: str) -> tuple[str, object]:
     return event, (data.get("error") if isinstance(data, dict) else data)
 
 
-STEP = ["leviathan", "shakespeare", "KING.", 4, 1.0, 0, 1.0, 0.0, 0, 20, "", "", 1, "en"]  # /step's parameters in order
+STEP = ["leviathan", "shakespeare", "KING.", 4, 1.0, 0, 1.0, 0.0, 0, 20, "", "", 1, "en", "model"]  # /step's parameters
 
 
 def step_body(**change) -> str:
     names = ["notation", "preset", "prompt", "gamma", "temperature", "top_k", "top_p", "kl_budget", "seed",
-             "max_new_tokens", "draft_model", "target_model", "drafts", "lang"]
+             "max_new_tokens", "draft_model", "target_model", "drafts", "lang", "drafter"]
     values = dict(zip(names, STEP))
     values.update(change)
     return json.dumps({"data": [values[n] for n in names]})
@@ -166,7 +166,7 @@ def test_bad_step_values_are_messages_naming_the_setting(served, change, named):
 
 
 STEP_NAMES = ["notation", "preset", "prompt", "gamma", "temperature", "top_k", "top_p", "kl_budget", "seed",
-              "max_new_tokens", "draft_model", "target_model", "drafts", "lang"]
+              "max_new_tokens", "draft_model", "target_model", "drafts", "lang", "drafter"]
 
 
 @pytest.mark.parametrize("value", [[1], {"a": 1}], ids=["list", "dict"])

@@ -94,3 +94,21 @@ def test_the_card_and_narration_tell_a_copied_round_and_an_empty_one(pair, lang,
     assert "“KING”" in render.narration(copied, lang=lang)
     empty = SpeculativeDecoder(pair, "KING", lookup(gamma=4)).step()
     assert none_said in render.step_card(empty, lang=lang) and none_told in render.narration(empty, lang=lang)
+
+
+def test_a_round_with_nothing_copied_shows_no_verify_table_and_no_accepted_drafts(pair):
+    from specviz.present import render
+
+    card = render.step_card(SpeculativeDecoder(pair, "KING", lookup(gamma=4)).step())
+    assert 'class="verify"' not in card and "drafts accepted" not in card
+    assert "nothing to verify" in card
+
+
+def test_the_counters_count_no_draft_forward_for_copied_drafts(pair):
+    from specviz.core.metrics import metric_set
+    from specviz.present import render
+
+    dec = SpeculativeDecoder(pair, REPEATED, lookup(gamma=4))
+    dec.step()
+    html = render.counters_html(metric_set(dec.records, [0.01] * 3), "cpu", False, 3, 1, lookup=True)
+    assert "<td>draft passes</td><td><b>0</b></td>" in html
