@@ -261,6 +261,8 @@ def check_offer(device: str | None = None, free: int | None = None) -> None:
                                  f"SPECVIZ_MAX_PAIRS keeps {deployment.max_pairs}: each visitor would unload another's "
                                  f"pair; set SPECVIZ_MAX_PAIRS={len(offered)} or offer fewer presets")
         return
+    if deployment.zero_gpu:  # the weights go to the GPU worker; the main process only emulates a device
+        return
     dev = pick_device(device)
     dtype = pick_dtype(dev)
     need = sum(weights_bytes(PRESETS[name], dtype) for name in offered)

@@ -56,13 +56,21 @@ def test_a_load_on_another_thread_cannot_reach_the_emulated_gpu(tmp_path):
     assert "refused:" in done.stdout, done.stdout + done.stderr[-2000:]
 
 
-def test_on_zerogpu_every_offered_pair_stays_loaded():
+def test_on_zerogpu_every_offered_pair_stays_loaded(monkeypatch):
     """Each offered pair is packed for the GPU workers at startup, so the pair cache keeps them all."""
+    from specviz.engine.loading import pairs_kept
     from specviz.engine.settings import Deployment
 
     space = {"SPACES_ZERO_GPU": "true", "SPACE_ID": "a/b", "SPECVIZ_PRESETS": "gpt2,pythia"}
     deployment = Deployment.from_environ(space)
-    assert deployment.zero_gpu and deployment.stateless_steps and deployment.max_pairs == 3  # shakespeare too
+    assert deployment.zero_gpu and deployment.stateless_steps and deployment.max_pairs is None  # follows the offer
+    for name, value in space.items():
+        monkeypatch.setenv(name, value)
+    assert pairs_kept() == 3  # shakespeare too
     with pytest.raises(ValueError, match="SPECVIZ_MAX_PAIRS=2 is fewer than the 3 offered presets"):
         Deployment.from_environ({**space, "SPECVIZ_MAX_PAIRS": "2"})
-    assert Deployment.from_environ({"SPECVIZ_STATELESS_STEPS": "1"}).max_pairs == 1
+    monkeypatch.delenv("SPECVIZ_PRESETS")
+    monkeypatch.delenv("SPACE_ID")
+    monkeypatch.delenv("SPACES_ZERO_GPU")
+    monkeypatch.setenv("SPECVIZ_STATELESS_STEPS", "1")
+    assert pairs_kept() == 1  # served locally (every preset offered): one pair at a time, as before

@@ -66,9 +66,12 @@ def test_every_stage_runs_and_the_app_loads_the_saved_draft(tmp_path):
     from specviz.engine.loading import load_pair
     from specviz.engine.presets import Preset
 
-    work, out = tmp_path / "work", tmp_path / "draft"
+    work, out, corpus = tmp_path / "work", tmp_path / "draft", tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "a_play.txt").write_text("First Citizen. Before we proceed any further, hear me speak.\n" * 80)
     common = ["--work", str(work), "--out", str(out), "--threads", str(torch.get_num_threads())]
-    distill.main(["generate", *common, "--shards", "1", "--batch", "2", "--max-new", "8", "--shakespeare-tokens", "40"])
+    distill.main(["generate", *common, "--shards", "1", "--batch", "2", "--max-new", "8", "--shakespeare-tokens", "40",
+                  "--corpus", str(corpus)])
     distill.main(["vocab", *common, "--vocab", "512"])
     for stage in ("features", "train", "save"):
         distill.main([stage, *common, "--minutes-train", "0.05"])
@@ -80,3 +83,9 @@ def test_every_stage_runs_and_the_app_loads_the_saved_draft(tmp_path):
     assert all(0 <= result[f"alpha_T{t}"] <= 1 for t in ("1", "0.7", "0"))
     pair = load_pair(Preset(draft=str(out), target=smollm2.TARGET_REF, name="distill-test", chat=True), device="cpu")
     assert reads_features(pair.draft) and len(pair.draft.lm_head.ids) == 512
+
+
+def test_passages_without_a_corpus_are_refused_by_name(tmp_path, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        distill.main(["generate", "--work", str(tmp_path), "--shakespeare-tokens", "40"])
+    assert exit_.value.code == 2 and "--corpus" in capsys.readouterr().err
