@@ -112,3 +112,13 @@ def test_the_counters_count_no_draft_forward_for_copied_drafts(pair):
     dec.step()
     html = render.counters_html(metric_set(dec.records, [0.01] * 3), "cpu", False, 3, 1, lookup=True)
     assert "<td>draft passes</td><td><b>0</b></td>" in html
+
+
+def test_a_lookup_run_steps_in_the_run_layer_and_counts_only_target_caches(pair):
+    from specviz.engine.presets import pair_ref
+    from specviz.engine.run import ComparedRun, RunSettings
+
+    run = ComparedRun(RunSettings(pair=pair_ref("shakespeare"), prompt=REPEATED, config=lookup(gamma=4), device="cpu"),
+                      stateless=False)
+    run.step()
+    assert run.kv_bytes() > 0 and run.metrics()["steps"] == 1
