@@ -64,10 +64,11 @@ class HeavySlots:
         self.running, self.admitted = running, admitted
         self._running = threading.BoundedSemaphore(running)
         self._admitted = threading.BoundedSemaphore(admitted)
+        self._holding = threading.local()  # a thread holding a slot (a race) runs its own long prefills in it
 
     @contextlib.contextmanager
     def __call__(self, tokens: int):
-        if tokens < HEAVY_TOKENS:
+        if tokens < HEAVY_TOKENS or getattr(self._holding, "slot", False):
             yield
             return
         if not self._admitted.acquire(blocking=False):
@@ -77,9 +78,11 @@ class HeavySlots:
             if not self._running.acquire(timeout=remaining()):  # None: as long as it takes
                 check()  # the wait used up the event's time
                 raise EventTimeout("no slot for a long prompt came free in time (SPECVIZ_EVENT_TIMEOUT_S)")
+            self._holding.slot = True
             try:
                 yield
             finally:
+                self._holding.slot = False
                 self._running.release()
         finally:
             self._admitted.release()

@@ -14,10 +14,11 @@ from dataclasses import dataclass, replace
 
 from ..core.trace import StepRecord
 from .decoders import SpeculativeDecoder, TargetOnlyDecoder
-from . import zerogpu
+from . import limits, zerogpu
 from .loading import ModelPair
 from .quiet import before_timed_forwards
 from .run import TIMED, RunSettings
+from .settings import current as current_deployment
 
 TARGET_ONLY, SPECULATIVE = "target_only", "speculative"
 
@@ -65,6 +66,7 @@ def _target_only_lane(pair: ModelPair, prompt: str, config) -> Lane:
     kinds, times = [], []
     start = time.perf_counter()
     while not decoder.finished:
+        limits.check()  # past the event's deadline: stop between forwards (EventTimeout names the setting)
         decoder.step()
         times.append(time.perf_counter() - start)
         kinds.append("target")
@@ -78,6 +80,7 @@ def _speculative_lane(pair: ModelPair, prompt: str, config) -> Lane:
     kinds, times = [], []
     start = time.perf_counter()
     while not decoder.finished:
+        limits.check()
         decoder.step()
         ready = time.perf_counter() - start
         new = round_kinds(decoder.records[-1])
@@ -99,11 +102,18 @@ def run_race(settings: RunSettings, speculative_first: bool) -> Race:
     pair = settings.load()
     config = replace(settings.config, record=False)
     order = [SPECULATIVE, TARGET_ONLY] if speculative_first else [TARGET_ONLY, SPECULATIVE]
+    # a whole decode each way is heavy work: it takes a heavy slot, so a light Step still finds a worker
+    with limits.heavy_slot(limits.HEAVY_TOKENS, current_deployment().concurrency):
+        lanes = _both(pair, settings.prompt, config, order)
+    return Race(target_only=lanes[TARGET_ONLY], speculative=lanes[SPECULATIVE], first=order[0],
+                device=str(pair.device))
+
+
+def _both(pair: ModelPair, prompt: str, config, order: list[str]) -> dict:
     decode = {TARGET_ONLY: _target_only_lane, SPECULATIVE: _speculative_lane}
     lanes = {}
     for side in order:
         with TIMED:  # alone: no other race or Step of this process runs its forwards meanwhile
             before_timed_forwards(pair.device)
-            lanes[side] = decode[side](pair, settings.prompt, config)
-    return Race(target_only=lanes[TARGET_ONLY], speculative=lanes[SPECULATIVE], first=order[0],
-                device=str(pair.device))
+            lanes[side] = decode[side](pair, prompt, config)
+    return lanes

@@ -101,3 +101,23 @@ def test_waiting_for_a_heavy_slot_counts_against_the_deadline():
             pass
     release.set()
     holder.join(5)
+
+
+def test_a_thread_holding_a_heavy_slot_runs_its_own_long_forwards_in_it():
+    """A race holds a slot for both of its decodes; the long prefills inside must not wait for a second one."""
+    import threading
+
+    from specviz.engine.limits import HEAVY_TOKENS, HeavySlots
+
+    slots, done = HeavySlots(running=1, admitted=2), threading.Event()
+
+    def nested():
+        with slots(HEAVY_TOKENS), slots(HEAVY_TOKENS + 1):
+            done.set()
+
+    worker = threading.Thread(target=nested, daemon=True)
+    worker.start()
+    worker.join(timeout=10)
+    assert done.is_set()
+    with slots(HEAVY_TOKENS):  # and the slot was given back
+        pass

@@ -80,3 +80,4 @@ def test_no_side_runs_while_another_timed_stretch_holds_the_machine(pair):
         assert not done.is_set()
     worker.join(timeout=60)
     assert done.is_set()
+
