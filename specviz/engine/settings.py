@@ -78,7 +78,8 @@ class Deployment:
     draft_bf16: bool = True           # SPECVIZ_DRAFT_BF16: a large draft in bfloat16 on a bf16-capable CPU (default 1)
     threads: int = 0                  # SPECVIZ_THREADS: torch's intra-op threads while serving (0: every core but one)
     cache: str = ""                   # SPECVIZ_CACHE: where derived model files go (default ~/.cache/specviz)
-    quiet_wait_ms: int = 600          # SPECVIZ_QUIET_WAIT_MS: the most a timed CPU step waits for a quiet machine (0: never)
+    quiet_wait_ms: int = 600          # SPECVIZ_QUIET_WAIT_MS: the most a timed CPU step waits for a quiet machine
+                                      # (0: never; the default on a Space, where no visitor's browser is local)
     zero_gpu: bool = False            # SPACES_ZERO_GPU: on ZeroGPU (every offered pair loads at startup)
     max_prompt_tokens: int | None = None  # SPECVIZ_MAX_PROMPT_TOKENS: prompt tokens per run; None: each pair's measured default
     event_timeout_s: int = 60         # SPECVIZ_EVENT_TIMEOUT_S: a model-bound event stops after this long (default 60)
@@ -123,7 +124,8 @@ class Deployment:
             cuda_graphs=_flag(env, "SPECVIZ_CUDA_GRAPHS") is not False,
             draft_bf16=_flag(env, "SPECVIZ_DRAFT_BF16") is not False,
             threads=_count(env, "SPECVIZ_THREADS", "0", 0, 1024),
-            quiet_wait_ms=_count(env, "SPECVIZ_QUIET_WAIT_MS", "600", 0, 10_000),
+            # the browser shares the machine only when served locally; a Space's /proc/stat counts its neighbours
+            quiet_wait_ms=_count(env, "SPECVIZ_QUIET_WAIT_MS", "0" if on_space else "600", 0, 10_000),
             cache=env.get("SPECVIZ_CACHE", ""),
             zero_gpu=zero_gpu,
             max_prompt_tokens=(_count(env, "SPECVIZ_MAX_PROMPT_TOKENS", "0", 1, 1_000_000)
