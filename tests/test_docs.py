@@ -135,7 +135,7 @@ def test_every_relative_link_and_image_points_to_a_file_that_exists(page):
 
 
 @pytest.mark.parametrize("page", PAGES, ids=rel)
-def test_every_anchor_is_a_heading_of_its_page(page):
+def test_every_anchor_names_a_heading_of_the_page_it_points_to(page):
     broken = []
     for link in links(page):
         if re.match(r"[a-z]+:", link) or "#" not in link:
