@@ -239,8 +239,32 @@ def main(argv=None) -> int:
         import importlib
 
         return importlib.import_module(OWN_PARSERS[argv[0]]).main(argv[1:]) or 0
+    args = parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except (ValueError, ModelLoadError, DecodingFinished) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    except RuntimeError as err:  # e.g. out of memory mid-run
+        print(f"error: the models failed: {str(err).splitlines()[0]}", file=sys.stderr)
+        return 2
+    except OSError as err:  # e.g. the disk filled while writing
+        print(f"error: {err.strerror or err}{f': {err.filename}' if err.filename else ''}", file=sys.stderr)
+        return 2
+
+
+def parser() -> _Parser:
+    """`python -m specviz`'s parser, one function a subcommand (train, corpus, modelcard and distill-smollm2
+    parse their own arguments)."""
     ap = _Parser(prog="python -m specviz", description="speculative decoding, step by step")
     sub = ap.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    for add in (add_generate, add_bench, add_report, add_whatif, add_loadtest):
+        add(sub)
+    return ap
+
+
+def add_generate(sub) -> None:
+    """`generate`: text with speculative decoding or the target-only baseline."""
     gen = sub.add_parser("generate", help="generate text with speculative decoding (or the target-only baseline)")
     gen.add_argument("--prompt", required=True)
     _add_decoding_args(gen)
@@ -253,6 +277,10 @@ def main(argv=None) -> int:
     gen.add_argument("--baseline", action="store_true", help="run the target-only decoder instead")
     gen.add_argument("--json", action="store_true")
     gen.set_defaults(func=cmd_generate)
+
+
+def add_bench(sub) -> None:
+    """`bench`: speculative vs target-only vs transformers' assisted generation."""
     bench = sub.add_parser("bench", help="speculative vs target-only vs transformers' assisted generation")
     _add_decoding_args(bench)
     bench.add_argument("--quick", action="store_true", help="a run of under a minute on a 2-core CPU")
@@ -267,6 +295,10 @@ def main(argv=None) -> int:
                        help="a hub preset's draft and target built from their configs with random weights: "
                             "per-forward cost and predicted speedup, no download")
     bench.set_defaults(func=cmd_bench)
+
+
+def add_report(sub) -> None:
+    """`report`: acceptance metrics over many prompts, or from a server's metrics."""
     report = sub.add_parser("report", help="acceptance metrics over many prompts: summary.json, traces.jsonl, report.html")
     report.add_argument("--prompts", help="a text file, one prompt per line")
     _add_decoding_args(report, gamma_list=True)
@@ -283,6 +315,10 @@ def main(argv=None) -> int:
     report.add_argument("--cost-ratio", type=float, default=None,
                         help="with --from-metrics: draft/target forward cost c (else measured on --preset/--draft/--target)")
     report.set_defaults(func=cmd_report)
+
+
+def add_whatif(sub) -> None:
+    """`whatif`: expected acceptance length and speedup at other γ and draft counts."""
     what = sub.add_parser("whatif", help="expected acceptance length and speedup at other γ and draft counts, "
                                          "from a per-position acceptance curve and a cost ratio")
     what.add_argument("--per-position", help="accepted at position i over rounds (vLLM's form), e.g. 0.9,0.75,0.6")
@@ -301,6 +337,10 @@ def main(argv=None) -> int:
     what.add_argument("--plot", metavar="FILE.html", help="also write the speedup-by-γ figure as a page")
     what.add_argument("--json", action="store_true")
     what.set_defaults(func=cmd_whatif)
+
+
+def add_loadtest(sub) -> None:
+    """`loadtest`: many /step API sessions at once on a local server."""
     load = sub.add_parser("loadtest", help="many /step API sessions at once on a local server: isolation, latency, memory")
     load.add_argument("--sessions", type=int, default=30)
     load.add_argument("--steps", type=int, default=30)
@@ -310,15 +350,3 @@ def main(argv=None) -> int:
     load.add_argument("--alternations", type=int, default=5, help="with --attacks: Steps of each of two pairs' visitors")
     load.add_argument("--json", action="store_true")
     load.set_defaults(func=cmd_loadtest)
-    args = ap.parse_args(argv)
-    try:
-        return args.func(args)
-    except (ValueError, ModelLoadError, DecodingFinished) as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
-    except RuntimeError as err:  # e.g. out of memory mid-run
-        print(f"error: the models failed: {str(err).splitlines()[0]}", file=sys.stderr)
-        return 2
-    except OSError as err:  # e.g. the disk filled while writing
-        print(f"error: {err.strerror or err}{f': {err.filename}' if err.filename else ''}", file=sys.stderr)
-        return 2
