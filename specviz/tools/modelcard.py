@@ -19,7 +19,7 @@ from ..core import sampling
 from ..core.warping import warp
 from ..engine.presets import ASSETS
 from .bench import per_call_latency_ms
-from .train import DEFAULT_CORPUS, encode, read_works, validation_loss, validation_windows
+from .train import encode, read_works, validation_loss, validation_windows
 
 
 def load(folder: Path):
@@ -184,6 +184,8 @@ def card_samples(r: dict) -> list[str]:
 
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="specviz modelcard", description=__doc__)
+    ap.add_argument("--corpus", type=Path, required=True,
+                    help="a folder of .txt works (`python -m specviz corpus --out DIR` writes the bundled pair's)")
     ap.add_argument("--plain-draft", type=Path, default=Path("checkpoints/shakespeare-draft-plain"))
     ap.add_argument("--windows", type=int, default=1000, help="at most this many held-out windows of 128 tokens")
     ap.add_argument("--json", action="store_true")
@@ -196,7 +198,7 @@ def main(argv=None):
     models = {"target": target, "draft": draft}
     if args.plain_draft.exists():
         models["plain_draft"] = load(args.plain_draft)
-    _, val_texts = read_works(DEFAULT_CORPUS)
+    _, val_texts = read_works(args.corpus)
     windows = validation_windows(encode(tok, val_texts), 128, args.windows)
     report = {"validation_tokens": int(windows[:, 1:].numel()),
               "training": {name: json.loads((folder / "training.json").read_text())
