@@ -98,6 +98,30 @@ class DebugView:
 
 
 @dataclass(frozen=True, eq=False)
+class Playground:
+    """The playground tab: toy p and q, one round's decomposition, Monte Carlo runs, several drafts at once."""
+    tab: object
+    preset: object
+    tokens: object
+    target: object
+    draft: object
+    message: object
+    decomposition: object
+    samples: object
+    seed: object
+    run: object
+    histogram: object
+    summary: object
+    kl: object
+    mentored: object
+    drafts: object
+    drafts_run: object
+    drafts_histogram: object
+    drafts_summary: object
+    drafts_acceptance: object
+
+
+@dataclass(frozen=True, eq=False)
 class Page:
     """The components wiring.py connects, by group."""
     session: object
@@ -106,7 +130,7 @@ class Page:
     settings: Settings
     step: StepView
     debug: DebugView
-    pg: dict           # the playground tab's components, by name
+    pg: Playground
     timer: object      # Play's clock
     tabs: tuple        # (live tab, playground tab): their labels follow #lang
 
@@ -160,7 +184,7 @@ def build_layout() -> Page:
     pg = playground_tab(T)
     timer = gr.Timer(0.8, active=False)
     return Page(session=session, toolbar=toolbar, controls=controls, settings=settings, step=step, debug=debug,
-                pg=pg, timer=timer, tabs=(live_tab, pg["tab"]))
+                pg=pg, timer=timer, tabs=(live_tab, pg.tab))
 
 
 def toolbar_row(T) -> Toolbar:
@@ -275,7 +299,7 @@ def playground_drafts_section(T) -> dict:
     return dict(drafts=k, drafts_run=run, drafts_histogram=histogram, drafts_summary=summary, drafts_acceptance=acceptance)
 
 
-def playground_tab(T) -> dict:
+def playground_tab(T) -> Playground:
     """The playground's components (the proof you can watch), by name."""
     first = next(iter(playground.TOY_PRESETS))
     target0, draft0 = playground.TOY_PRESETS[first]
@@ -300,5 +324,6 @@ def playground_tab(T) -> dict:
         kl = gr.Slider(0, 1, value=0.1, step=0.01, label=T("pg.kl"), elem_id="pg-kl")
         mentored = gr.Plot(show_label=False, elem_id="pg-mentored")
         drafts = playground_drafts_section(T)
-    return dict(**drafts, tab=tab, preset=preset, tokens=tokens, target=target, draft=draft, message=message, decomposition=decomposition,
-                samples=samples, seed=seed, run=run, histogram=histogram, summary=summary, kl=kl, mentored=mentored)
+    return Playground(**drafts, tab=tab, preset=preset, tokens=tokens, target=target, draft=draft, message=message,
+                      decomposition=decomposition, samples=samples, seed=seed, run=run, histogram=histogram,
+                      summary=summary, kl=kl, mentored=mentored)

@@ -21,8 +21,8 @@ from ..present.views import (Session, View, export_files, kl_buys, playground_dr
 from .gradio_internals import cache_dir, forget_tab
 from .handlers import (adopt, intro, play_handler, race_handler, reset_handler, step_handler, stop_handler,
                        tick_handler, view_handler, what_you_see)
-from .layout import (CLASSROOM_PACE_S, KL_STEPS, Page, build_layout, drafter_choices, notation_choices, preset_choices,
-                     toy_choices)
+from .layout import (CLASSROOM_PACE_S, KL_STEPS, Page, Playground, build_layout, drafter_choices, notation_choices,
+                     preset_choices, toy_choices)
 
 
 CACHE_SWEEP = (300, 900)  # (every, older than) seconds: gradio's delete_cache
@@ -36,7 +36,8 @@ def build_app() -> gr.Blocks:
 
 
 def wire(demo: gr.Blocks, page: Page) -> None:
-    """Each group's events, by group (a new group: its own wire_* function, called here)."""
+    """Each group's events, one function a group (a new group: its own wire_* function, called here). Handlers
+    of one trigger run in the order they were wired: #lang's own before the playground's."""
     wire_step(page)
     wire_race(page)
     loaded = wire_toolbar(demo, page)
@@ -191,7 +192,7 @@ def wire_toolbar(demo: gr.Blocks, page: Page):
     t.lang.change(on_lang, [page.session, notation, page.step.view_step, t.lang, play_btn],
                   [*all_views(page), header, what, play_btn, race], **LIGHT)
     t.lang.change(None, t.lang, None, js=SET_LOCALE_JS, api_visibility="private")
-    t.lang.change(relabel, t.lang, [*page.tabs, notation, page.settings.preset, page.pg["preset"],
+    t.lang.change(relabel, t.lang, [*page.tabs, notation, page.settings.preset, page.pg.preset,
                                     page.settings.drafter], **LIGHT)
     loaded = demo.load(None, None, [t.lang, t.classroom], js=INITIAL_JS, api_visibility="private")
     t.classroom.change(None, t.classroom, None, js="(on) => { document.body.classList.toggle('classroom', !!on); }",
@@ -269,7 +270,7 @@ INITIAL_JS = """() => {
 SET_LOCALE_JS = "(code) => { window.specvizSetLocale && window.specvizSetLocale(code); }"
 
 
-def wire_playground(pg: dict, notation, lang, light: dict, loaded) -> None:
+def wire_playground(pg: Playground, notation, lang, light: dict, loaded) -> None:
     """The playground's events; a change of #lang redraws its figures and, once run, its tables in the new language."""
     def on_preset(name, seed, code):
         if name == "random":
@@ -299,20 +300,20 @@ def wire_playground(pg: dict, notation, lang, light: dict, loaded) -> None:
             return run(*args) if shown else (gr.skip(),) * outputs
         return redo
 
-    edits = [pg["tokens"], pg["target"], pg["draft"], pg["kl"], notation, lang]
-    runs = [pg["tokens"], pg["target"], pg["draft"], pg["samples"], pg["seed"], notation, lang]
-    drafts_runs = [pg["tokens"], pg["target"], pg["draft"], pg["drafts"], pg["samples"], pg["seed"], notation, lang]
-    run_out = [pg["histogram"], pg["summary"], pg["message"]]
-    drafts_out = [pg["drafts_histogram"], pg["drafts_acceptance"], pg["drafts_summary"], pg["message"]]
-    pg["preset"].change(on_preset, [pg["preset"], pg["seed"], lang], [pg["target"], pg["draft"]], **light)
-    figures = [pg["decomposition"], pg["mentored"], pg["message"]]
+    edits = [pg.tokens, pg.target, pg.draft, pg.kl, notation, lang]
+    runs = [pg.tokens, pg.target, pg.draft, pg.samples, pg.seed, notation, lang]
+    drafts_runs = [pg.tokens, pg.target, pg.draft, pg.drafts, pg.samples, pg.seed, notation, lang]
+    run_out = [pg.histogram, pg.summary, pg.message]
+    drafts_out = [pg.drafts_histogram, pg.drafts_acceptance, pg.drafts_summary, pg.message]
+    pg.preset.change(on_preset, [pg.preset, pg.seed, lang], [pg.target, pg.draft], **light)
+    figures = [pg.decomposition, pg.mentored, pg.message]
     loaded.then(on_edit, edits, figures, **light)   # after the page's language is set, so it draws in that one
-    gr.on([pg["tokens"].change, pg["target"].change, pg["draft"].change, pg["kl"].release, notation.change,
+    gr.on([pg.tokens.change, pg.target.change, pg.draft.change, pg.kl.release, notation.change,
            lang.change], on_edit, edits, figures, **light)
-    pg["run"].click(on_run, runs, run_out, **light)
-    pg["drafts_run"].click(on_drafts_run, drafts_runs, drafts_out, **light)
-    gr.on([lang.change, notation.change], again(on_run, 3), [pg["summary"], *runs], run_out, **light)
-    gr.on([lang.change, notation.change], again(on_drafts_run, 4), [pg["drafts_summary"], *drafts_runs], drafts_out,
+    pg.run.click(on_run, runs, run_out, **light)
+    pg.drafts_run.click(on_drafts_run, drafts_runs, drafts_out, **light)
+    gr.on([lang.change, notation.change], again(on_run, 3), [pg.summary, *runs], run_out, **light)
+    gr.on([lang.change, notation.change], again(on_drafts_run, 4), [pg.drafts_summary, *drafts_runs], drafts_out,
           **light)
     gr.api(playground_endpoint, api_name="playground", concurrency_limit=current_deployment().concurrency)
 
