@@ -13,8 +13,9 @@ import time
 from dataclasses import dataclass, replace
 
 from ..core.trace import StepRecord
-from .decoders import SpeculativeDecoder, TargetOnlyDecoder
+from .decoders import TargetOnlyDecoder
 from . import limits, zerogpu
+from .factory import make_decoder
 from .loading import ModelPair
 from .quiet import before_timed_forwards
 from .run import TIMED, RunSettings
@@ -76,7 +77,7 @@ def _target_only_lane(pair: ModelPair, prompt: str, config) -> Lane:
 
 
 def _speculative_lane(pair: ModelPair, prompt: str, config) -> Lane:
-    decoder = SpeculativeDecoder(pair, prompt, config)
+    decoder = make_decoder(pair, prompt, config)
     kinds, times = [], []
     start = time.perf_counter()
     while not decoder.finished:

@@ -33,6 +33,7 @@ from ..core.metrics import metric_set
 from ..core.trace import StepTrace
 from . import memory, zerogpu
 from .decoders import DecoderState, DecodingFinished, SpeculativeDecoder, TargetOnlyDecoder, check_prompt
+from .factory import make_decoder
 from .loading import ModelPair, is_cached, load_pair, on_evict
 from .presets import PairRef
 from .quiet import before_timed_forwards
@@ -84,9 +85,9 @@ def _decoders(pair: ModelPair, settings: RunSettings, state: RunState | None):
     """Both sides, from the start or from `state`. From the start the prompt is read once: the baseline's
     target cache is a copy of the speculative side's, as `fork` makes it (one prefill of the target, not two)."""
     if state is None:
-        spec = SpeculativeDecoder(pair, settings.prompt, settings.config)
+        spec = make_decoder(pair, settings.prompt, settings.config)
         return spec, TargetOnlyDecoder(pair, settings.prompt, settings.config, prefilled=spec)
-    return (SpeculativeDecoder(pair, settings.prompt, settings.config, resume=state.spec),
+    return (make_decoder(pair, settings.prompt, settings.config, resume=state.spec),
             TargetOnlyDecoder(pair, settings.prompt, settings.config, resume=state.base))
 
 

@@ -19,7 +19,8 @@ from ..engine.cache import CachedModel
 from ..engine.cpu_linear import RowsFirstLinear, use_rows_first_linears
 from ..engine.draft_precision import restore_draft
 from ..engine.feature_draft import cached_draft, reads_features
-from ..engine.decoders import SpeculativeDecoder, TargetOnlyDecoder
+from ..engine.decoders import TargetOnlyDecoder
+from ..engine.factory import make_decoder
 from ..engine.loading import load_pair
 
 
@@ -163,7 +164,7 @@ def run_bench(preset=None, draft=None, target=None, device=None, gamma=4, quick=
     seeds = range(seed, seed + (2 if quick else 4))
     records, calls, hf_tokens, hf_s = [], [], 0, 0.0
     # warm-up: first calls pay one-off allocation costs
-    warm = SpeculativeDecoder(pair, prompts[0], DecodeConfig(**config, seed=seed, record=False))
+    warm = make_decoder(pair, prompts[0], DecodeConfig(**config, seed=seed, record=False))
     warm.run()
     # transformers' assisted generation cannot feed a draft the target's hidden states: no contender then
     with_hf = not reads_features(pair.draft)
@@ -196,7 +197,7 @@ def run_bench(preset=None, draft=None, target=None, device=None, gamma=4, quick=
     per_run = -(-(50 if quick else 300) // (len(prompts) * len(seeds)))  # blocks after each run: ~50 or ~300 in all
     for prompt in prompts:
         for s in seeds:
-            spec = SpeculativeDecoder(pair, prompt, DecodeConfig(**config, seed=s, record=False))
+            spec = make_decoder(pair, prompt, DecodeConfig(**config, seed=s, record=False))
             base = TargetOnlyDecoder(pair, prompt, DecodeConfig(**config, seed=s), prefilled=spec)  # one prefill
             spec.run()
             records += spec.records
@@ -311,14 +312,14 @@ def run_drafts_bench(preset=None, draft=None, target=None, device=None, drafts=(
     seeds = range(seed, seed + (2 if quick else 3))
     records = {(c.gamma, c.drafts): [] for c in configs}
     calls = []
-    SpeculativeDecoder(pair, prompts[0], configs[-1]).run()  # warm-up
+    make_decoder(pair, prompts[0], configs[-1]).run()  # warm-up
     for prompt in prompts:
         for s in seeds:
             base = TargetOnlyDecoder(pair, prompt, DecodeConfig(**{**configs[0].__dict__, "seed": s}))
             base.run()
             calls += base.call_s
             for c in configs:
-                spec = SpeculativeDecoder(pair, prompt, DecodeConfig(**{**c.__dict__, "seed": s}))
+                spec = make_decoder(pair, prompt, DecodeConfig(**{**c.__dict__, "seed": s}))
                 spec.run()
                 records[(c.gamma, c.drafts)] += spec.records
     rows = []

@@ -13,6 +13,7 @@ import sys
 from ..core.config import DRAFTERS, DecodeConfig
 from ..core.metrics import metric_set
 from ..engine.decoders import DecodingFinished, SpeculativeDecoder, TargetOnlyDecoder
+from ..engine.factory import make_decoder
 from ..engine.loading import load_pair
 from ..engine.presets import PRESETS, ModelLoadError
 
@@ -63,7 +64,7 @@ def run_stats(decoder) -> dict:
 def cmd_generate(args) -> int:
     config = config_from(args)
     pair = load_pair(args.preset, draft=args.draft, target=args.target, device=args.device)
-    decoder = (TargetOnlyDecoder if args.baseline else SpeculativeDecoder)(pair, args.prompt, config)
+    decoder = (TargetOnlyDecoder if args.baseline else make_decoder)(pair, args.prompt, config)
     steps = decoder.run()
     if args.json:
         out = {"text": decoder.text, "token_ids": decoder.generated_ids,

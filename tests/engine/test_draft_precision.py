@@ -8,7 +8,8 @@ import torch
 
 from specviz.core.config import DecodeConfig
 from specviz.engine import draft_precision
-from specviz.engine.decoders import SpeculativeDecoder, TargetOnlyDecoder
+from specviz.engine.decoders import TargetOnlyDecoder
+from specviz.engine.factory import make_decoder
 from specviz.engine.draft_precision import SharedEmbedding, SharedHead, draft_dtype
 from tests.engine.feature_pair import save_feature_pair
 from tests.engine.first_token import first_token_pvalue
@@ -101,7 +102,7 @@ def reference_draft_probs(pair, tokens: list[int], drafted: list[int], config: D
 
 def test_each_q_shown_is_the_bfloat16_drafts_own(bf16_pair):
     config = DecodeConfig(gamma=3, max_new_tokens=40, seed=1)
-    dec = SpeculativeDecoder(bf16_pair, "ROMEO.\nBut soft", config)
+    dec = make_decoder(bf16_pair, "ROMEO.\nBut soft", config)
     checked = 0
     for _ in range(4):
         before = list(dec.tokens)
@@ -118,7 +119,7 @@ def test_each_q_shown_is_the_bfloat16_drafts_own(bf16_pair):
 @pytest.mark.parametrize("drafts", [1, 3])
 def test_greedy_speculative_equals_target_only(bf16_pair, drafts):
     config = DecodeConfig(gamma=3, drafts=drafts, temperature=0, max_new_tokens=30)
-    spec = SpeculativeDecoder(bf16_pair, "HAMLET.\nTo be", config)
+    spec = make_decoder(bf16_pair, "HAMLET.\nTo be", config)
     base = TargetOnlyDecoder(bf16_pair, "HAMLET.\nTo be", config)
     spec.run()
     base.run()
@@ -139,7 +140,7 @@ def test_every_caller_that_feeds_a_bf16_draft_token_ids_works(bf16_token_pair):
 
     pair = bf16_token_pair
     assert pair.draft_dtype == torch.bfloat16 and pair.draft.model.layers[0].mlp.up_proj.weight.dtype == torch.bfloat16
-    dec = SpeculativeDecoder(pair, "KING.\nNow is", DecodeConfig(gamma=3, max_new_tokens=12, seed=4))
+    dec = make_decoder(pair, "KING.\nNow is", DecodeConfig(gamma=3, max_new_tokens=12, seed=4))
     dec.run()
     assert len(dec.generated_ids) == 12
     tokens = dec.tokens
