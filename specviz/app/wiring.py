@@ -9,8 +9,8 @@ from __future__ import annotations
 import gradio as gr
 
 from ..core import playground
-from ..engine.limits import event_deadline
-from ..engine.presets import PRESETS
+from ..engine.serving.limits import event_deadline
+from ..engine.models.presets import PRESETS
 from ..engine.settings import current as current_deployment
 from ..present import render
 from ..present.errors import localize

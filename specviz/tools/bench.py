@@ -15,13 +15,13 @@ import torch
 
 from ..core.config import DecodeConfig
 from ..core.metrics import metric_set
-from ..engine.cache import CachedModel
-from ..engine.cpu_linear import RowsFirstLinear, use_rows_first_linears
-from ..engine.draft_precision import restore_draft
-from ..engine.feature_draft import cached_draft, reads_features
-from ..engine.decoders import TargetOnlyDecoder
-from ..engine.factory import make_decoder
-from ..engine.loading import load_pair
+from ..engine.caches.cache import CachedModel
+from ..engine.models.cpu_linear import RowsFirstLinear, use_rows_first_linears
+from ..engine.models.draft_precision import restore_draft
+from ..engine.decoding.feature_draft import cached_draft, reads_features
+from ..engine.decoding.decoders import TargetOnlyDecoder
+from ..engine.decoding.factory import make_decoder
+from ..engine.models.loading import load_pair
 
 
 def _timed(fn):
@@ -270,7 +270,7 @@ def _ui_step_ratio(pair, prompt, config, seed, steps: int = LIVE_STEPS) -> dict:
     with the views it shows (figures, narration, counters, the step card and the plots' JSON, which gradio
     sends). Medians over the steps; `live_speedup` is the counters' speedup after them (ComparedRun.metrics(),
     what the page shows), from a run long enough for `steps` rounds unless EOS ends it first."""
-    from ..engine.run import ComparedRun, RunSettings
+    from ..engine.serving.run import ComparedRun, RunSettings
     from ..present.views import Session, build_view
 
     room = steps * (config["gamma"] + 1)  # every round emits at most gamma + 1 tokens

@@ -12,10 +12,10 @@ import sys
 
 from ..core.config import DRAFTERS, DecodeConfig
 from ..core.metrics import metric_set
-from ..engine.decoders import DecodingFinished, SpeculativeDecoder, TargetOnlyDecoder
-from ..engine.factory import make_decoder
-from ..engine.loading import load_pair
-from ..engine.presets import PRESETS, ModelLoadError
+from ..engine.decoding.decoders import DecodingFinished, SpeculativeDecoder, TargetOnlyDecoder
+from ..engine.decoding.factory import make_decoder
+from ..engine.models.loading import load_pair
+from ..engine.models.presets import PRESETS, ModelLoadError
 
 COLOURS = {"accepted": "\033[32m", "resampled": "\033[33m", "bonus": "\033[36m", "target": ""}
 RESET = "\033[0m"

@@ -15,10 +15,10 @@ import torch
 
 from ..core.config import DecodeConfig
 from ..core.metrics import metric_set
-from ..engine.decoders import TargetOnlyDecoder
-from ..engine.factory import make_decoder
-from ..engine.loading import load_pair
-from ..engine.presets import NO_COPY
+from ..engine.decoding.decoders import TargetOnlyDecoder
+from ..engine.decoding.factory import make_decoder
+from ..engine.models.loading import load_pair
+from ..engine.models.presets import NO_COPY
 from .bench import _ui_step_ratio
 
 

@@ -11,7 +11,7 @@ from specviz.core import rank_analysis, tree
 from specviz.core.config import DecodeConfig
 from specviz.core.metrics import metric_set
 from specviz.core.rejections import wilson
-from specviz.engine.factory import make_decoder
+from specviz.engine.decoding.factory import make_decoder
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])

@@ -4,7 +4,7 @@ from __future__ import annotations
 import torch
 
 from specviz.core.config import DecodeConfig
-from specviz.engine.factory import make_decoder
+from specviz.engine.decoding.factory import make_decoder
 from tests.stats import chi_square_pvalue
 
 

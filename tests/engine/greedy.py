@@ -4,8 +4,8 @@ from __future__ import annotations
 import torch
 
 from specviz.core.config import DecodeConfig
-from specviz.engine.decoders import SpeculativeDecoder, TargetOnlyDecoder
-from specviz.engine.factory import make_decoder
+from specviz.engine.decoding.decoders import SpeculativeDecoder, TargetOnlyDecoder
+from specviz.engine.decoding.factory import make_decoder
 
 
 def greedy_parity(pair, prompt: str, config: DecodeConfig) -> SpeculativeDecoder:

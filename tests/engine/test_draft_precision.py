@@ -1,4 +1,4 @@
-"""engine/draft_precision.py: a large draft computes in bfloat16 on a bf16 CPU, the target stays float32, and
+"""engine/models/draft_precision.py: a large draft computes in bfloat16 on a bf16 CPU, the target stays float32, and
 the output is still exactly the target's (what q the trace shows, greedy parity, chi-square), on a tiny
 seeded llama pair whose draft shares the target's embeddings and reads its features, as smollm2-local's."""
 from __future__ import annotations
@@ -7,10 +7,10 @@ import pytest
 import torch
 
 from specviz.core.config import DecodeConfig
-from specviz.engine import draft_precision
-from specviz.engine.decoders import TargetOnlyDecoder
-from specviz.engine.factory import make_decoder
-from specviz.engine.draft_precision import SharedEmbedding, SharedHead, draft_dtype
+from specviz.engine.models import draft_precision
+from specviz.engine.decoding.decoders import TargetOnlyDecoder
+from specviz.engine.decoding.factory import make_decoder
+from specviz.engine.models.draft_precision import SharedEmbedding, SharedHead, draft_dtype
 from tests.engine.feature_pair import save_feature_pair
 from tests.engine.first_token import first_token_pvalue
 
@@ -18,7 +18,7 @@ from tests.engine.first_token import first_token_pvalue
 @pytest.fixture(scope="module")
 def bf16_pair(tmp_path_factory):
     """The tiny pair loaded as the app loads it, on a CPU said to compute bf16, with the size bar lowered."""
-    from specviz.engine.loading import load_pair
+    from specviz.engine.models.loading import load_pair
 
     draft, target = save_feature_pair(tmp_path_factory.mktemp("bf16-pair"))
     with pytest.MonkeyPatch.context() as mp:
@@ -31,7 +31,7 @@ def bf16_pair(tmp_path_factory):
 @pytest.fixture(scope="module")
 def bf16_token_pair(tmp_path_factory):
     """As bf16_pair, with a draft that shares the target's embeddings and head but reads tokens only."""
-    from specviz.engine.loading import load_pair
+    from specviz.engine.models.loading import load_pair
 
     draft, target = save_feature_pair(tmp_path_factory.mktemp("bf16-token-pair"), features=False)
     with pytest.MonkeyPatch.context() as mp:
@@ -135,7 +135,7 @@ def test_first_emitted_token_follows_the_float32_target(bf16_pair):
 def test_every_caller_that_feeds_a_bf16_draft_token_ids_works(bf16_token_pair):
     """The decoders, the debugging view's sweep and KL note, and transformers' assisted generation (bench's
     contender) all feed the draft token ids; its shared float32 embeddings hand them on in bfloat16."""
-    from specviz.engine.sweep import next_acceptance, temperature_sweep
+    from specviz.engine.decoding.sweep import next_acceptance, temperature_sweep
     from specviz.tools.bench import hf_assisted
 
     pair = bf16_token_pair

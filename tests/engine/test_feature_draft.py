@@ -1,4 +1,4 @@
-"""A draft that reads the target's hidden states (engine/feature_draft.py), on tiny seeded llama models:
+"""A draft that reads the target's hidden states (engine/decoding/feature_draft.py), on tiny seeded llama models:
 what it is fed, that its cache never keeps a position computed from its own guess, and that the output
 is still exactly the target's (greedy parity, chi-square)."""
 from __future__ import annotations
@@ -9,9 +9,9 @@ import pytest
 import torch
 
 from specviz.core.config import DecodeConfig
-from specviz.engine.decoders import TargetOnlyDecoder
-from specviz.engine.factory import make_decoder
-from specviz.engine.feature_draft import FeatureDraft
+from specviz.engine.decoding.decoders import TargetOnlyDecoder
+from specviz.engine.decoding.factory import make_decoder
+from specviz.engine.decoding.feature_draft import FeatureDraft
 from tests.engine.feature_pair import reference_draft_probs, save_feature_pair
 from tests.engine.first_token import first_token_pvalue
 
@@ -19,7 +19,7 @@ from tests.engine.first_token import first_token_pvalue
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory):
     """A 2-layer llama target and a 1-layer draft reading its features, saved and loaded as the app loads pairs."""
-    from specviz.engine.loading import load_pair
+    from specviz.engine.models.loading import load_pair
 
     draft, target = save_feature_pair(tmp_path_factory.mktemp("feature-pair"))
     return load_pair(draft=draft, target=target, device="cpu")
@@ -83,7 +83,7 @@ def test_first_emitted_token_follows_the_target(tiny):
 def test_the_sweep_and_the_kl_note_feed_the_draft_the_targets_features(tiny):
     """The debugging view's acceptance figures for such a draft are those of the first drafted position:
     its q reads the target's feature, not the token alone."""
-    from specviz.engine.sweep import next_acceptance, temperature_sweep
+    from specviz.engine.decoding.sweep import next_acceptance, temperature_sweep
 
     config = DecodeConfig(temperature=1.0)
     tokens = tiny.encode("ROMEO.\nBut soft")
@@ -114,8 +114,8 @@ def test_a_shared_file_must_be_a_plain_file_of_the_drafts_own_folder(tiny, tmp_p
     """A folder a visitor names may not make the server read a file elsewhere through specviz_shared.json."""
     import shutil
 
-    from specviz.engine.loading import load_pair
-    from specviz.engine.presets import ModelLoadError
+    from specviz.engine.models.loading import load_pair
+    from specviz.engine.models.presets import ModelLoadError
 
     source = tiny.ref.draft
     draft = tmp_path / "draft"
@@ -132,8 +132,8 @@ def test_a_feature_layer_of_the_wrong_shape_is_refused_at_load(tiny, tmp_path):
 
     from safetensors.torch import save_file
 
-    from specviz.engine.loading import load_pair
-    from specviz.engine.presets import ModelLoadError
+    from specviz.engine.models.loading import load_pair
+    from specviz.engine.models.presets import ModelLoadError
 
     draft = tmp_path / "draft"
     shutil.copytree(tiny.ref.draft, draft)

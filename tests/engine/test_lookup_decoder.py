@@ -5,8 +5,8 @@ import pytest
 
 from specviz.core.config import DecodeConfig
 from specviz.core.trace import StepTrace
-from specviz.engine.factory import make_decoder
-from specviz.engine.lookup_decoder import LookupDecoder
+from specviz.engine.decoding.factory import make_decoder
+from specviz.engine.decoding.lookup_decoder import LookupDecoder
 from tests.engine.first_token import first_token_pvalue
 from tests.engine.greedy import greedy_parity
 
@@ -115,8 +115,8 @@ def test_the_counters_count_no_draft_forward_for_copied_drafts(pair):
 
 
 def test_a_lookup_run_steps_in_the_run_layer_and_counts_only_target_caches(pair):
-    from specviz.engine.presets import pair_ref
-    from specviz.engine.run import ComparedRun, RunSettings
+    from specviz.engine.models.presets import pair_ref
+    from specviz.engine.serving.run import ComparedRun, RunSettings
 
     run = ComparedRun(RunSettings(pair=pair_ref("shakespeare"), prompt=REPEATED, config=lookup(gamma=4), device="cpu"),
                       stateless=False)

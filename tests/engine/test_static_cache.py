@@ -1,4 +1,4 @@
-"""engine.static_cache: the fixed-size KV cache the CUDA-graph path runs on gives the dynamic cache's logits,
+"""engine.caches.static_cache: the fixed-size KV cache the CUDA-graph path runs on gives the dynamic cache's logits,
 moves positions (not shapes) after a rejection, and leaves the output law the target's.
 
 On the CPU the static forward runs eagerly; with SPECVIZ_TEST_DEVICE=cuda the same tests run it as
@@ -9,12 +9,12 @@ import pytest
 import torch
 
 from specviz.core.config import DecodeConfig
-from specviz.engine import static_cache
-from specviz.engine.cache import CachedModel
-from specviz.engine.decoders import TargetOnlyDecoder
-from specviz.engine.factory import make_decoder
+from specviz.engine.caches import static_cache
+from specviz.engine.caches.cache import CachedModel
+from specviz.engine.decoding.decoders import TargetOnlyDecoder
+from specviz.engine.decoding.factory import make_decoder
 from specviz.engine.settings import Deployment
-from specviz.engine.shapes import ARCHITECTURES, random_model
+from specviz.engine.models.shapes import ARCHITECTURES, random_model
 from tests.stats import chi_square_pvalue
 
 def assert_close(a: torch.Tensor, b: torch.Tensor, what: str) -> None:

@@ -1,4 +1,4 @@
-"""specviz.engine.tree_decoder on the bundled pair: several drafts at once, exact end to end."""
+"""specviz.engine.decoding.tree_decoder on the bundled pair: several drafts at once, exact end to end."""
 from __future__ import annotations
 
 import json
@@ -9,10 +9,10 @@ import torch
 
 from specviz.core.config import DecodeConfig
 from specviz.core.trace import StepTrace
-from specviz.engine.decoders import SpeculativeDecoder, TargetOnlyDecoder
-from specviz.engine.factory import decoder_class, make_decoder
-from specviz.engine.lookup_decoder import LookupDecoder
-from specviz.engine.tree_decoder import TreeDecoder
+from specviz.engine.decoding.decoders import SpeculativeDecoder, TargetOnlyDecoder
+from specviz.engine.decoding.factory import decoder_class, make_decoder
+from specviz.engine.decoding.lookup_decoder import LookupDecoder
+from specviz.engine.decoding.tree_decoder import TreeDecoder
 from tests.stats import chi_square_pvalue
 
 PROMPT = "KING.\nNow is the time"

@@ -6,7 +6,7 @@ import re
 import pytest
 
 from specviz.core.config import DecodeConfig
-from specviz.engine.factory import make_decoder
+from specviz.engine.decoding.factory import make_decoder
 from specviz.present import render
 
 PROMPT = "KING.\nNow is the time"

@@ -62,10 +62,10 @@ def test_a_few_steps_on_one_batch_lower_the_loss_at_both_unrolled_levels(target)
 
 def test_every_stage_runs_and_the_app_loads_the_saved_draft(tmp_path):
     """generate (1 shard of 2 answers of 8 tokens), vocab, features, train (3 s), save, evaluate (1 prompt)."""
-    from specviz.engine import smollm2
-    from specviz.engine.feature_draft import reads_features
-    from specviz.engine.loading import load_pair
-    from specviz.engine.presets import Preset
+    from specviz.engine.models import smollm2
+    from specviz.engine.decoding.feature_draft import reads_features
+    from specviz.engine.models.loading import load_pair
+    from specviz.engine.models.presets import Preset
 
     work, out, corpus = tmp_path / "work", tmp_path / "draft", tmp_path / "corpus"
     corpus.mkdir()

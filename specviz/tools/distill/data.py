@@ -16,7 +16,7 @@ from pathlib import Path
 
 import torch
 
-from ...engine import smollm2
+from ...engine.models import smollm2
 
 TOPICS = (
     "photosynthesis", "the water cycle", "volcanoes", "earthquakes", "the moon's phases", "black holes",

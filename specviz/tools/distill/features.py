@@ -29,7 +29,7 @@ from pathlib import Path
 
 import torch
 
-from ...engine import smollm2
+from ...engine.models import smollm2
 from .data import load_target, log, prompts
 from .optim import optimizer_step, scheduled_lr
 
@@ -171,7 +171,8 @@ def train(args) -> None:
             step += 1
             if step % 50 == 0:
                 with torch.no_grad():
-                    _, watched = feature_loss(draft.eval(), embed, head_w, index_of, watch, 0.0, args.reg_weight, unroll=3)
+                    _, watched = feature_loss(draft.eval(), embed, head_w, index_of, watch, 0.0, args.reg_weight,
+                                              unroll=3)
                     draft.train()
                 log(work, f"step {step} epoch {epoch} loss {loss.item():.3f} overlap(top-k) {overlap[0]:.3f} "
                              f"watch by depth {[round(w, 3) for w in watched]} lr {lr:.1e} {(time.time() - t0) / 60:.1f} min")
@@ -217,9 +218,9 @@ def evaluate(args) -> dict:
     mean sum_x min(p, q) over every examined position (those after an acceptance are the target's own
     samples), at T = 1, 0.7 and 0 (at T = 0: the share of positions where the argmaxes agree)."""
     from ...core.config import DecodeConfig
-    from ...engine.decoders import SpeculativeDecoder
-    from ...engine.loading import load_pair
-    from ...engine.presets import Preset
+    from ...engine.decoding.decoders import SpeculativeDecoder
+    from ...engine.models.loading import load_pair
+    from ...engine.models.presets import Preset
 
     work = Path(args.work)
     torch.set_num_threads(args.threads)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import torch
 
-from ...engine import smollm2
+from ...engine.models import smollm2
 from .data import chat_ids, load_target, log, prompts, sample_batch, stored_rows
 from .optim import optimizer_step, scheduled_lr
 

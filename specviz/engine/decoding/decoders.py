@@ -21,14 +21,14 @@ from dataclasses import dataclass, field
 
 import torch
 
-from ..core import sampling
-from ..core.config import DecodeConfig
-from ..core.trace import Candidate, Correction, Counters, EmittedToken, PositionTrace, StepRecord, StepTrace
-from .cache import CachedModel
+from ...core import sampling
+from ...core.config import DecodeConfig
+from ...core.trace import Candidate, Correction, Counters, EmittedToken, PositionTrace, StepRecord, StepTrace
+from ..caches.cache import CachedModel
 from .feature_draft import cached_draft, reads_features
-from .loading import ModelPair
-from .presets import prompt_token_limit
-from .static_cache import plan as static_plan, unsupported_reason
+from ..models.loading import ModelPair
+from ..models.policy import prompt_token_limit
+from ..caches.static_cache import plan as static_plan, unsupported_reason
 
 __all__ = ["Decoder", "DecoderState", "DecodingFinished", "Drafted", "SpeculativeDecoder", "TargetOnlyDecoder",
            "counted_drafts", "sync_device"]

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import torch
 
-from ..core import lookup, sampling
-from ..core.trace import LookupTrace, StepRecord, StepTrace
+from ...core import lookup, sampling
+from ...core.trace import LookupTrace, StepRecord, StepTrace
 from .decoders import SpeculativeDecoder, Decoder, Drafted, sync_device
 
 CONTEXT_SHOWN = 6  # tokens shown before the matched n-gram on the card

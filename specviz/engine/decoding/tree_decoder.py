@@ -23,8 +23,8 @@ from dataclasses import dataclass
 
 import torch
 
-from ..core import sampling, tree
-from ..core.trace import Candidate, EmittedToken, StepRecord, StepTrace, TreeNode, TreeTrace, TreeTry
+from ...core import sampling, tree
+from ...core.trace import Candidate, EmittedToken, StepRecord, StepTrace, TreeNode, TreeTrace, TreeTry
 from .decoders import SpeculativeDecoder, Drafted, sync_device, counted_drafts
 
 RESIDUAL_TOP = 5  # tokens shown per residual after a rejected sibling

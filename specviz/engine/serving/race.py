@@ -12,14 +12,14 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, replace
 
-from ..core.trace import StepRecord
-from .decoders import TargetOnlyDecoder
+from ...core.trace import StepRecord
+from ..decoding.decoders import TargetOnlyDecoder
 from . import limits, zerogpu
-from .factory import make_decoder
-from .loading import ModelPair
+from ..decoding.factory import make_decoder
+from ..models.loading import ModelPair
 from .quiet import before_timed_forwards
 from .run import TIMED, RunSettings
-from .settings import current as current_deployment
+from ..settings import current as current_deployment
 
 TARGET_ONLY, SPECULATIVE = "target_only", "speculative"
 
