@@ -1,4 +1,5 @@
-"""The app served as on a public Space (findings 2, 3, 6, 7 and 9): a server of `specviz.app.launch` on a
+"""The app served as on a public Space (runs outlive anonymous traffic, the disk stays bounded, every bad
+value is named, nothing leaks from the server): a server of `specviz.app.launch` on a
 loopback port, driven with raw HTTP and gradio_client, every loop bounded."""
 from __future__ import annotations
 
@@ -67,7 +68,7 @@ def message_of(outputs, raw: bool = True) -> str:
     return html.unescape(re.sub(r"<[^>]+>", "", outputs[MESSAGE + raw] or ""))
 
 
-# ------------------------------------------------------------------ finding 2: runs outlive anonymous traffic
+# ------------------------------------------------------------------ runs outlive anonymous traffic
 
 
 def test_a_flood_of_anonymous_calls_leaves_a_visitors_run_intact(served):
@@ -107,7 +108,7 @@ def test_an_expired_run_says_so_at_the_next_step(served):
     visitor.close()
 
 
-# ------------------------------------------------------------------ finding 3: the disk stays bounded
+# ------------------------------------------------------------------ the disk stays bounded
 
 
 def test_a_client_holds_one_export_at_a_time_and_none_once_it_goes(served, tmp_path):
@@ -148,7 +149,7 @@ def test_gradios_cache_sweep_is_on_and_removes_uploads(served):
     assert not uploaded.exists()
 
 
-# ------------------------------------------------------------------ findings 6 and 7: every bad value named
+# ------------------------------------------------------------------ every bad value named
 
 
 @pytest.mark.parametrize("change, named", [
@@ -209,7 +210,7 @@ def test_non_finite_playground_values_are_named(served, token, named):
     assert event == "error" and named in outputs, outputs
 
 
-# ------------------------------------------------------------------ finding 9
+# ------------------------------------------------------------------ no memory address or bad text leaks
 
 
 def test_config_shows_no_memory_address(served):
@@ -223,7 +224,7 @@ def test_a_lone_surrogate_becomes_u_fffd(served):
     assert event == "complete" and "KING.\ufffd Now" in timeline and "KING.? Now" not in timeline
 
 
-# ------------------------------------------------------------------ findings 1 and 6 on the page itself
+# ------------------------------------------------------------------ the page offers only what the deployment does
 
 
 def test_the_page_offers_only_the_deployments_presets(monkeypatch):

@@ -2,8 +2,8 @@
 
 Pairs are named by `engine.models.presets`; this module owns the loaded weights (one cache per process).
 
-Just over 300 lines: the cache, its locks and the guarded load they protect (size check, time limit,
-load-then-admit) must be read together to see that a failed load changes nothing.
+The cache, its locks and the guarded load they protect (size check, time limit, load-then-admit) stay in one
+module: they must be read together to see that a failed load changes nothing.
 """
 from __future__ import annotations
 
