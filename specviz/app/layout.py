@@ -16,6 +16,7 @@ from ..present import render
 from ..present.race import race_html
 from ..present.views import REJECTION_COLUMNS, Session
 from ..present.i18n import CATALOGUE, LANGUAGES, tr
+from .debug_panels import build_debug_panels
 from .handlers import SESSION_TTL_S, intro, release_session, what_you_see
 
 
@@ -76,6 +77,7 @@ class Page:
     tabs: tuple = ()        # (live tab, playground tab): their labels follow #lang
     race_btn: object = None  # the race (#race-btn, #race): both sides alone, replayed on one clock
     race: object = None
+    debug_panels: dict = None  # issue 37: #whatif-* and #request-* (app/debug_panels.py)
 
     __hash__ = object.__hash__
 
@@ -188,6 +190,7 @@ def build_layout() -> Page:
                     with gr.Accordion(T("lbl.debug"), open=False, elem_id="debug"):
                         analytics = gr.HTML(render.analytics_html({}), elem_id="analytics")
                         analytics_plot = gr.Plot(show_label=False, elem_id="analytics-plot")
+                        debug_panels = build_debug_panels(T)
                         with gr.Row(elem_id="rejections-row"):
                             rejections = gr.Dataframe(headers=REJECTION_COLUMNS, value=[], interactive=False,
                                                       max_height=320, label=T("lbl.rejections"),
@@ -205,7 +208,7 @@ def build_layout() -> Page:
         timer = gr.Timer(0.8, active=False)
         return Page(session=session, step_btn=step_btn, play_btn=play_btn, reset_btn=reset_btn, message=message, prompt=prompt, example=example, preset=preset, gamma=gamma, temperature=temperature, kl_budget=kl_budget, notation=notation, top_k=top_k, top_p=top_p, seed=seed, max_new=max_new, speed=speed, draft_model=draft_model, target_model=target_model, header=header, step_card=step_card, timeline=timeline, show_rejected=show_rejected, view_step=view_step, counters=counters, narration=narration, pq_plot=pq_plot, uniform_plot=uniform_plot, residual_plot=residual_plot, history_plot=history_plot, analytics=analytics, analytics_plot=analytics_plot, rejections=rejections, most_rejected=most_rejected, sweep_btn=sweep_btn, sweep_plot=sweep_plot, export_btn=export_btn, json_file=json_file, csv_file=csv_file, traces_json=traces_json, pg=pg, timer=timer, drafts=drafts, drafter=drafter,
                     lang=lang, classroom=classroom, reveal=reveal, what=what, summary=summary, kl_scale=kl_scale, kl_note=kl_note, tabs=(live_tab, pg["tab"]),
-                    race_btn=race_btn, race=race)
+                    race_btn=race_btn, race=race, debug_panels=debug_panels)
 
 
 def playground_drafts_section(T) -> dict:

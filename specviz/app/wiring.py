@@ -18,6 +18,7 @@ from ..present.i18n import CATALOGUE, tr
 from ..present.race import race_html
 from ..present.views import (Session, View, export_files, kl_buys, playground_drafts_run, playground_run, playground_view,
                              sweep_view)
+from .debug_panels import wire_debug_panels
 from .gradio_internals import cache_dir, forget_tab
 from .handlers import (adopt, intro, play_handler, race_handler, reset_handler, step_handler, stop_handler,
                        tick_handler, view_handler, what_you_see)
@@ -136,7 +137,7 @@ def wire(demo: gr.Blocks, page: Page) -> None:
     raw = dict(preprocess=False)  # knobs reach DecodeConfig as sent: refused by name, never rounded or clipped
     # trigger_mode="multiple": quick presses queue (5 presses = 5 steps), serialised by the session's lock;
     # no progress display: it kept the browser busy exactly while the round's forwards were being timed
-    step_btn.click(on_step, [session, notation, *knobs, lang, page.drafter], all_views, api_name="step",
+    stepped = step_btn.click(on_step, [session, notation, *knobs, lang, page.drafter], all_views, api_name="step",
                    trigger_mode="multiple", show_progress="hidden", **model, **raw)
     # the race's own forwards are timed: only a small timer on #race moves in the browser meanwhile
     page.race_btn.click(on_race, [session, *knobs, lang, page.drafter], [session, page.race, message], api_name="race",
@@ -144,7 +145,7 @@ def wire(demo: gr.Blocks, page: Page) -> None:
     tick = timer.tick(on_tick, [session, notation, *knobs, lang, page.drafter], [*all_views, timer, play_btn],
               api_visibility="private", show_progress="hidden", **model, **raw)
     play_btn.click(on_play, [session, speed, lang], [session, timer, play_btn], **light)
-    reset_btn.click(on_stop, [session, lang], [session, timer, play_btn], cancels=[tick], **light).then(
+    was_reset = reset_btn.click(on_stop, [session, lang], [session, timer, play_btn], cancels=[tick], **light).then(
         on_reset, [session, notation], all_views, api_name="reset", concurrency_limit=None, **raw)
     gr.on([notation.change, view_step.input], on_view, [session, notation, view_step, lang], all_views, **light, **raw)
     notation.change(intro, [notation, lang], header, **light)
@@ -168,6 +169,7 @@ def wire(demo: gr.Blocks, page: Page) -> None:
     sweep_btn.click(on_sweep, [session, notation, lang], [sweep_plot, message], **model, api_visibility="private")
     export_btn.click(on_export, [session], [json_file, csv_file, traces_json], api_name="traces", **light_public)
     wire_playground(pg, notation, lang, light, loaded)
+    wire_debug_panels(page.debug_panels, session, lang, [stepped, tick, was_reset], light)
 
     def on_unload(request: gr.Request):  # gradio passes the closed tab's request, no inputs
         forget_tab(demo, request)
