@@ -1,6 +1,6 @@
 """The page's components and where they sit: one function, no events (those are wiring.py's).
 
-Components keep the elem_ids the README lists as the web app's contract.
+Components keep the elem_ids docs/architecture.md lists as the web app's contract.
 """
 from __future__ import annotations
 

@@ -6,6 +6,8 @@ instead of thrashing the machine; everything else runs unqueued and private.
 """
 from __future__ import annotations
 
+import json
+
 import gradio as gr
 
 from ..core import playground
@@ -14,7 +16,7 @@ from ..engine.presets import PRESETS
 from ..engine.settings import current as current_deployment
 from ..present import render
 from ..present.errors import localize
-from ..present.i18n import CATALOGUE, tr
+from ..present.i18n import CATALOGUE, LANGUAGES, tr
 from ..present.race import race_html
 from ..present.views import (Session, View, export_files, kl_buys, playground_drafts_run, playground_run, playground_view,
                              sweep_view)
@@ -188,11 +190,12 @@ def relabel(code: str) -> list:
 
 PAUSE_LABELS = {CATALOGUE[code]["btn.pause"] for code in CATALOGUE}
 # The page's language on load: ?lang= in the URL, else the browser's; ?classroom=1 turns classroom mode on.
+# The codes come from LANGUAGES, so a new locale file needs no change here.
 INITIAL_JS = """() => {
   const q = new URLSearchParams(location.search);
   const wanted = (q.get('lang') || navigator.language || 'en').toLowerCase().split('-')[0];
-  return [['en', 'zh', 'ja'].includes(wanted) ? wanted : 'en', q.get('classroom') === '1'];
-}"""
+  return [CODES.includes(wanted) ? wanted : 'en', q.get('classroom') === '1'];
+}""".replace("CODES", json.dumps(list(LANGUAGES)))
 # gradio translates the labels in the browser; #lang moves its locale too (window.specvizSetLocale, page.js)
 SET_LOCALE_JS = "(code) => { window.specvizSetLocale && window.specvizSetLocale(code); }"
 

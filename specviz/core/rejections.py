@@ -21,7 +21,7 @@ Z95 = 1.959963984540054
 DRAFT_PROB_BINS = (0.0, 0.1, 0.3, 0.5, 0.7, 0.9, 1.0)   # q(x) of the drafted token
 ENTROPY_BINS = (0.0, 1.0, 2.0, 3.0, 4.0, 5.0, math.inf)     # H(p) of the target, nats
 TOKEN_CLASSES = ("word start", "word continuation", "whitespace/newline", "punctuation", "digits")
-# finding thresholds (documented in the README's "why does it reject")
+# finding thresholds (documented in docs/debugging-acceptance.md, "Why does it reject?")
 OVERCONFIDENT_Q, OVERCONFIDENT_P, OVERCONFIDENT_SHARE = 0.5, 0.1, 0.3
 SHARP_RATIO, FLAT_RATIO = 0.6, 1.6       # mean H(q) / mean H(p) beyond these: a temperature mismatch
 AGREEMENT_LOW = 0.5                       # argmax(q) == argmax(p) on fewer tested drafts than this

@@ -34,7 +34,7 @@ taking the sibling rates as the same at every depth and k tries at every depth (
 ways at each depth; with k independent chains fewer chains survive below the first depth, so for them
 this is an upper bound). A round then costs (gamma c + 1)(1 + rho (k - 1)):
 rho is what one more row costs relative to the first (0 on an accelerator with rows to spare; the
-README's CPU measured 0.1 to 0.4).
+CPU of docs/benchmarks.md measured 0.1 to 0.4).
 """
 from __future__ import annotations
 

@@ -11,7 +11,7 @@ second, zero, column to take that path. Measured on this project's 2-core CPU (t
   - SmolLM2-135M's 210 other linear layers (106M weights), one after another, for 1 / 2 / 3 / 5 positions:
     34–37 / 51–53 / 59–61 / 39 ms as h·Wᵀ, 14–16 / 13–16 / 22–24 / 26–30 ms as W·hᵀ.
   - The whole target forward (`smollm2-local`, 128 tokens of context) for 1 / 2 / 5 positions:
-    see the README's benchmark section.
+    see docs/benchmarks.md.
 
 Applied on the CPU only (GPUs do not have this problem), to float32 layers: every plain linear layer of a model
 whose linear layers hold at least MIN_MODEL_WEIGHTS weights (such a model streams them from memory at every

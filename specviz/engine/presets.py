@@ -56,8 +56,8 @@ class Preset:
 PairRef = Preset  # the name the run layer uses: any pair, a preset's or the user's own
 
 # Prompt limits in tokens, so that the first Step of the longest prompt (one prefill of each model) takes a
-# few seconds on a 2-core CPU (README, "Security": measured figures). Characters do not bound the work: a
-# tokenizer may make one token of each digit, or three of one emoji.
+# few seconds on a 2-core CPU (docs/deployment-and-security.md: measured figures). Characters do not bound the
+# work: a tokenizer may make one token of each digit, or three of one emoji.
 SMOLLM2_PROMPT_TOKENS = 512
 SHAKESPEARE_PROMPT_TOKENS = 8192  # its 256-token window bounds the prefill: a longer prompt is cut from the left
 OWN_PAIR_PROMPT_TOKENS = SMOLLM2_PROMPT_TOKENS  # an own pair's models are unknown: the offered chat pair's budget

@@ -1,7 +1,7 @@
 """Every deployment knob (`SPECVIZ_*` and the platform's own variables), read from the environment here only.
 
-The rest of the package asks `current()` and never reads `os.environ` itself, so the README's list
-of variables is this file. A bad value is a ValueError naming the variable and what it takes.
+The rest of the package asks `current()` and never reads `os.environ` itself, so the list of variables in
+docs/deployment-and-security.md is this file. A bad value is a ValueError naming the variable and what it takes.
 """
 from __future__ import annotations
 

@@ -7,7 +7,7 @@ repaints on the same laptop. With one intra-op thread per core, whichever of the
 one thread, and every operation of the forward waits for it. The speculative round suffers most (its
 draft loop is many small operations: the per-call cost ratio c rose from 0.22 to 0.35-0.56 on the page),
 so the live counters called a 1.6-1.9x speed-up "slower". With one core left free nothing waits at those
-barriers: the counters then agree with `bench` (README, "Live counters and the bench").
+barriers: the counters then agree with `bench` (docs/benchmarks.md, "Live counters against the bench").
 """
 from __future__ import annotations
 

@@ -12,9 +12,9 @@ attention kernel; a tree mask needs a custom 4D mask and explicit position ids, 
 branch and need compacting by gather after each step. The price is compute: the target scores
 k (gamma + 1) positions, duplicates included, where a tree mask scores only the distinct nodes, and
 the prefix cache is copied k times per step. On this project's CPU pair a forward over a few dozen
-new positions costs about what one over a few does (README, "Several drafts"), so the simpler
-portable route was taken. Rows of chains that share a prefix are the same tree node: the first such
-chain's row stands for all of them, so the tree's numbers are consistent to the bit.
+new positions costs about what one over a few does (docs/benchmarks.md, "Several drafts at once
+(measured)"), so the simpler portable route was taken. Rows of chains that share a prefix are the same tree
+node: the first such chain's row stands for all of them, so the tree's numbers are consistent to the bit.
 """
 from __future__ import annotations
 

@@ -1,9 +1,9 @@
 """Error messages in the page's language: the English an exception carries, matched to a catalogue frame.
 
 core/engine raise ValueError in English (the CLI's `error: ...` line and the API's JSON say it as it
-is); the page says the same sentence in its language. Each known message shape maps to a key of
-i18n_views.py with the same blanks: setting names, ranges and the refused value are kept verbatim.
-A message of no known shape stays English, so nothing is lost.
+is); the page says the same sentence in its language. Each known message shape maps to an "err." key
+of the locale files (present/locales/*.json) with the same blanks: setting names, ranges and the
+refused value are kept verbatim. A message of no known shape stays English, so nothing is lost.
 """
 from __future__ import annotations
 

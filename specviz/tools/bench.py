@@ -182,7 +182,7 @@ def run_bench(preset=None, draft=None, target=None, device=None, gamma=4, quick=
     timed = [(cached_draft(pair.draft, pair.vocab_size, source, **options), 1),
              (CachedModel(pair.target, pair.vocab_size, keep_features=features, **options), 1),
              (CachedModel(pair.target, pair.vocab_size, keep_features=features, **options), gamma + 1)]
-    # the same calls without the engine's CPU choices, in the same interleaved blocks (README: "Benchmark"); the
+    # the same calls without the engine's CPU choices, in the same interleaved blocks (docs/benchmarks.md); the
     # copies are held through the run (on the CPU only, where the engine made such choices)
     plain_target, wide_draft = engine_twins(pair)
     if plain_target is not None:

@@ -233,12 +233,8 @@ OWN_PARSERS = {"train": "specviz.tools.train", "corpus": "specviz.tools.corpus",
                "distill-smollm2": "specviz.tools.distill"}
 
 
-def main(argv=None) -> int:
-    argv = sys.argv[1:] if argv is None else list(argv)
-    if argv and argv[0] in OWN_PARSERS:
-        import importlib
-
-        return importlib.import_module(OWN_PARSERS[argv[0]]).main(argv[1:]) or 0
+def build_parser() -> argparse.ArgumentParser:
+    """The parser of `generate`, `bench`, `report`, `whatif` and `loadtest` (the OWN_PARSERS parse their own)."""
     ap = _Parser(prog="python -m specviz", description="speculative decoding, step by step")
     sub = ap.add_subparsers(dest="command", required=True, parser_class=_Parser)
     gen = sub.add_parser("generate", help="generate text with speculative decoding (or the target-only baseline)")
@@ -306,11 +302,21 @@ def main(argv=None) -> int:
     load.add_argument("--steps", type=int, default=30)
     load.add_argument("--churn", type=int, default=200, help="sessions that connect, step 5 times and leave")
     load.add_argument("--attacks", action="store_true",
-                      help="the public-Space attack pass instead: long prompts, two pairs, wrong types (README: Security)")
+                      help="the public-Space attack pass instead: long prompts, two pairs, wrong types "
+                           "(docs/deployment-and-security.md)")
     load.add_argument("--alternations", type=int, default=5, help="with --attacks: Steps of each of two pairs' visitors")
     load.add_argument("--json", action="store_true")
     load.set_defaults(func=cmd_loadtest)
-    args = ap.parse_args(argv)
+    return ap
+
+
+def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv and argv[0] in OWN_PARSERS:
+        import importlib
+
+        return importlib.import_module(OWN_PARSERS[argv[0]]).main(argv[1:]) or 0
+    args = build_parser().parse_args(argv)
     try:
         return args.func(args)
     except (ValueError, ModelLoadError, DecodingFinished) as err:

@@ -1,4 +1,4 @@
-"""Measure the bundled pair for its model card: `python -m specviz modelcard [--json]`.
+"""Measure the bundled pair for its model card: `python -m specviz modelcard --corpus DIR [--json]`.
 
 Validation cross-entropy of target, distilled draft and plain draft on the held-out works;
 alpha = mean over held-out positions of sum_x min(p, q) at T = 1, T = 0.7 and greedy; cached
@@ -19,7 +19,7 @@ from ..core import sampling
 from ..core.warping import warp
 from ..engine.presets import ASSETS
 from .bench import per_call_latency_ms
-from .train import DEFAULT_CORPUS, encode, read_works, validation_loss, validation_windows
+from .train import encode, read_works, validation_loss, validation_windows
 
 
 def load(folder: Path):
@@ -118,7 +118,7 @@ def render_card(r: dict) -> str:
          f"{r['target_verify_ms'] / r['target_ms_per_token']:.2f}× its 1-token forward."),
         "That is the regime speculative decoding is built for (a large model on a GPU), reproduced on a",
         "small CPU. (The project's earlier 6-layer, 256-wide target, no longer shipped and so not measured",
-        "by this command, is described in the README's benchmark section as it was measured then.)",
+        "by this command, is described in docs/benchmarks.md as it was measured then.)",
         "",
         "**Acceptance rate** α = mean over held-out positions of Σ_x min(p(x), q(x)), both warped alike:",
         "",
@@ -146,13 +146,16 @@ def render_card(r: dict) -> str:
         lines.append("")
         for text in texts:
             lines += ["```", text.strip(), "```", ""]
-    lines += ["Re-measure with `python -m specviz modelcard --write assets/models/README.md`; keep training",
+    rerun = "`python -m specviz modelcard --corpus DIR --write assets/models/README.md`"
+    lines += [f"Re-measure with {rerun}; keep training",
               "with `python -m specviz train --corpus DIR --stage target --resume --target-minutes M` (then re-distil the draft).", ""]
     return "\n".join(lines)
 
 
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="specviz modelcard", description=__doc__)
+    ap.add_argument("--corpus", type=Path, required=True,
+                    help="a folder of .txt works (`python -m specviz corpus --out DIR` writes the bundled pair's)")
     ap.add_argument("--plain-draft", type=Path, default=Path("checkpoints/shakespeare-draft-plain"))
     ap.add_argument("--windows", type=int, default=1000, help="at most this many held-out windows of 128 tokens")
     ap.add_argument("--json", action="store_true")
@@ -165,7 +168,7 @@ def main(argv=None):
     models = {"target": target, "draft": draft}
     if args.plain_draft.exists():
         models["plain_draft"] = load(args.plain_draft)
-    _, val_texts = read_works(DEFAULT_CORPUS)
+    _, val_texts = read_works(args.corpus)
     windows = validation_windows(encode(tok, val_texts), 128, args.windows)
     report = {"validation_tokens": int(windows[:, 1:].numel()),
               "training": {name: json.loads((folder / "training.json").read_text())

@@ -1,25 +1,73 @@
-"""The catalogue: every key in every language, the same placeholders, and the locale picked from the browser."""
+"""The locale files: valid JSON, every key in every language with the same placeholders, none empty; the
+catalogue the page reads is exactly those files; and the locale picked from the browser."""
 from __future__ import annotations
 
+import json
+import pathlib
 import string
 
+import pytest
+
 from specviz.present.i18n import CATALOGUE, LANGUAGES, pick, tr
+
+LOCALES = pathlib.Path(__file__).resolve().parents[2] / "specviz" / "present" / "locales"
 
 
 def placeholders(text: str) -> set[str]:
     return {name for _, name, _, _ in string.Formatter().parse(text) if name}
 
 
-def test_every_key_exists_in_every_language():
-    keys = set(CATALOGUE["en"])
-    for code in LANGUAGES:
-        assert set(CATALOGUE[code]) == keys, (code, keys ^ set(CATALOGUE[code]))
+def read_locale(path: pathlib.Path) -> dict:
+    """A locale file parsed strictly: UTF-8, a JSON object of text values, no key given twice."""
+    def no_repeats(pairs):
+        keys = [k for k, _ in pairs]
+        assert len(keys) == len(set(keys)), (path.name, sorted({k for k in keys if keys.count(k) > 1}))
+        return dict(pairs)
+    texts = json.loads(path.read_text(encoding="utf-8"), object_pairs_hook=no_repeats)
+    assert isinstance(texts, dict) and all(isinstance(v, str) for v in texts.values()), path.name
+    return texts
 
 
-def test_placeholders_match_across_languages():
-    for key, text in CATALOGUE["en"].items():
-        for code in LANGUAGES:
-            assert placeholders(CATALOGUE[code][key]) == placeholders(text), (code, key)
+@pytest.fixture(scope="module")
+def files() -> dict[str, dict]:
+    return {path.stem: json.loads(path.read_text(encoding="utf-8")) for path in sorted(LOCALES.glob("*.json"))}
+
+
+def test_there_is_one_valid_locale_file_per_language():
+    paths = sorted(LOCALES.glob("*.json"))
+    assert {path.stem for path in paths} == set(LANGUAGES)
+    for path in paths:
+        read_locale(path)
+
+
+def test_every_key_exists_in_every_language_in_the_same_order(files):
+    """The same order too, so line N is the same key in every file and a translator reads them side by side."""
+    keys = list(files["en"])
+    for code, texts in files.items():
+        assert set(texts) == set(keys), (code, set(keys) ^ set(texts))
+        assert list(texts) == keys, code
+
+
+def test_no_text_is_empty(files):
+    assert [(code, k) for code, texts in files.items() for k, v in texts.items() if not v.strip()] == []
+
+
+def test_placeholders_match_across_languages(files):
+    for key, text in files["en"].items():
+        for code, texts in files.items():
+            assert placeholders(texts[key]) == placeholders(text), (code, key)
+
+
+def test_the_files_are_written_as_the_house_style_says(files):
+    """2-space indent, the characters themselves (no \\u escapes), a final newline: diffs stay readable."""
+    for code, texts in files.items():
+        written = (LOCALES / f"{code}.json").read_text(encoding="utf-8")
+        assert written == json.dumps(texts, ensure_ascii=False, indent=2) + "\n", code
+
+
+def test_the_catalogue_is_the_files(files):
+    assert {code: dict(texts) for code, texts in CATALOGUE.items()} == files
+    assert list(CATALOGUE) == list(LANGUAGES)
 
 
 FORMULAS = {"source.mentored", "chance.lookup"}  # "mentored s", "min(1, p/1) = p(x)": the same in every language
@@ -43,8 +91,6 @@ def test_unknown_language_falls_back_to_english():
 def test_bold_markdown_renders_in_every_language():
     """CommonMark does not close ** after full-width punctuation: the ** must sit inside it."""
     from markdown_it import MarkdownIt
-
-    from specviz.present.i18n import CATALOGUE
 
     md = MarkdownIt("commonmark")
     for lang, catalogue in CATALOGUE.items():
