@@ -15,8 +15,8 @@ from ..present.plotting import empty_figure
 
 def build_debug_panels(T) -> dict:
     """#whatif-* and #request-* components, by name."""
-    with gr.Group(elem_id="whatif"):
-        gr.Markdown(T("wi.head"), elem_id="whatif-head")
+    with gr.Group(elem_id="whatif-panel"):
+        gr.Markdown(T("wi.head"))
         with gr.Row(elem_id="whatif-settings"):
             curve = gr.Textbox("", label=T("wi.curve"), placeholder="0.9, 0.75, 0.6", elem_id="whatif-curve",
                                max_lines=1, scale=3, min_width=220)
@@ -30,8 +30,8 @@ def build_debug_panels(T) -> dict:
         table = gr.HTML(whatif_panel(None, [], "", "", DEFAULT_GAMMAS, DEFAULT_DRAFTS)[0], elem_id="whatif-table",
                         min_height=0)
         plot = gr.Plot(show_label=False, elem_id="whatif-plot")
-    with gr.Group(elem_id="requests"):
-        gr.Markdown(T("rq.head"), elem_id="requests-head")
+    with gr.Group(elem_id="request-panel"):
+        gr.Markdown(T("rq.head"))
         note = gr.HTML(requests_panel([])[0], elem_id="request-note", min_height=0)
         histogram = gr.Plot(show_label=False, elem_id="request-histogram")
     return dict(curve=curve, cost=cost, gammas=gammas, drafts=drafts, run=run, table=table, plot=plot, note=note,
