@@ -158,3 +158,22 @@ def test_a_tab_keeps_its_last_runs_as_requests():
     assert sum(sum(t.y) for t in figure.data) == KEPT_RUNS  # the kept runs and the current one
     session.release()
     assert session.kept_runs == []
+
+
+@pytest.mark.parametrize("lang", ["zh", "ja"])
+def test_the_panels_carry_no_english_in_zh_and_ja(lang):
+    from tests.present.test_i18n_views import english_in, figure_words
+
+    session = Session()
+    session.kept_runs = [rounds(3, [1, 3])]
+    session.run = StandIn({"steps": 12, "gamma": 3, "per_position_acceptance": CURVE, "cost_ratio_c": 0.2,
+                           "warming_up": True}, rounds(3, [3, 0, 2]))
+    table, plot, note, histogram = debug_panels_view(session, "", "", "1,2,4", "1", lang)
+    for part in (table, note, figure_words(plot), figure_words(histogram)):
+        assert english_in(part) == [], part
+    for bad in (("1.5", "", "1", "1"), ("0.5, 0.7", "", "1", "1"), ("0.9", "0", "1", "1"), ("0.9", "", "1", "1"),
+                ("0.9", "0.1", "99", "1"), ("0.9", "0.1", "1", "9"), ("0.9", "0.1", ",", "1"), ("0.9", "0.1", "1", "2")):
+        page, _ = whatif_panel(None, [], *bad, lang)
+        assert "message-error" in page and english_in(page) == [], page
+    page, _ = whatif_panel(None, [], "", "", "1", "1", lang)
+    assert english_in(page) == [], page
