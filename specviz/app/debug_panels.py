@@ -26,7 +26,7 @@ def build_debug_panels(T) -> dict:
                                 min_width=140)
             drafts = gr.Textbox(DEFAULT_DRAFTS, label=T("wi.drafts"), elem_id="whatif-drafts", max_lines=1, scale=1,
                                 min_width=140)
-        run = gr.Button(T("wi.run"), elem_id="whatif-run", size="sm")
+        run = gr.Button(T("wi.run"), elem_id="whatif-run")
         table = gr.HTML(whatif_panel(None, [], "", "", DEFAULT_GAMMAS, DEFAULT_DRAFTS)[0], elem_id="whatif-table",
                         min_height=0)
         plot = gr.Plot(show_label=False, elem_id="whatif-plot")

@@ -172,9 +172,11 @@ def per_request_figure(by_gamma: dict, title: str = "Per request: requests by ac
         h = m.get("per_request", {}).get("acceptance_length_histogram") or {"edges": [], "counts": []}
         data.append({"type": "bar", "x": [f"{a:g}–{b:g}" for a, b in zip(h["edges"], h["edges"][1:])], "y": h["counts"],
                      "name": series.format(g=g)})
+    most = max((max(d["y"], default=0) for d in data), default=0)
     return plain_figure(data, base_layout(title, 320, barmode="group", xaxis={"title": {"text": x_title},
                                                                            "type": "category"},
-                                          yaxis={"title": {"text": y_title}}))
+                                          yaxis={"title": {"text": y_title}, "rangemode": "tozero",
+                                                 **({"dtick": 1} if most <= 10 else {})}))  # whole requests
 
 
 def forms_table(by_gamma: dict) -> str:

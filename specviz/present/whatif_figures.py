@@ -25,7 +25,8 @@ def whatif_figure(result: dict, title: str | None = None, lang: str = "en") -> g
                  "text": [tr(lang, "wi.fig_best", g=best["gamma"], k=best["drafts"])], "textposition": "top center",
                  "marker": {"symbol": "star", "size": 15, "color": ACCEPT_COLOUR}, "name": tr(lang, "wi.fig_best_name")})
     layout = base_layout(title, 360, xaxis={"title": {"text": "γ"}, "dtick": 1},
-                         yaxis={"title": {"text": tr(lang, "wi.fig_y")}, "rangemode": "tozero"},
+                         yaxis={"title": {"text": tr(lang, "wi.fig_y")},  # room above the star's label
+                                "range": [0, 1.2 * max(max(r["speedup"] for r in rows), 1.0)]},
                          shapes=[{"type": "line", "xref": "paper", "x0": 0, "x1": 1, "y0": 1, "y1": 1,
                                   "line": {"color": MUTED, "width": 1, "dash": "dash"}}])
     return plain_figure(data, layout)
