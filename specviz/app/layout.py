@@ -1,4 +1,4 @@
-"""The page's components and where they sit: one function, no events (those are wiring.py's).
+"""The page's components and where they sit, in groups, one function each; no events (those are wiring.py's).
 
 Components keep the elem_ids docs/architecture.md lists as the web app's contract.
 """
@@ -13,48 +13,97 @@ from ..core.config import DRAFTERS, DRAFTS_MAX, DRAFTS_MIN, GAMMA_MAX, GAMMA_MIN
 from ..core.notation import NOTATIONS
 from ..engine.presets import PRESETS, default_preset, offered_presets
 from ..present import render
+from ..present.debug_panels import DEFAULT_DRAFTS, DEFAULT_GAMMAS, requests_panel, whatif_panel
 from ..present.race import race_html
 from ..present.views import REJECTION_COLUMNS, Session
 from ..present.i18n import CATALOGUE, LANGUAGES, tr
-from .debug_panels import build_debug_panels
 from .handlers import SESSION_TTL_S, intro, release_session, what_you_see
 
 
-@dataclass(frozen=True)
-class Page:
-    """The components wiring.py connects (gradio components are not dataclass-comparable: eq off)."""
-    session: object
+# The page in groups, each made by its own function below and wired by its own function in wiring.py.
+# gradio components are not dataclass-comparable: each group keeps identity equality and hashing.
+
+@dataclass(frozen=True, eq=False)
+class Toolbar:
+    """Above the tabs: the language, classroom mode, the phase reveal and Play's pace."""
+    lang: object
+    classroom: object
+    reveal: object
+    speed: object
+
+
+@dataclass(frozen=True, eq=False)
+class Controls:
+    """The live tab's buttons and the status line under them."""
     step_btn: object
     play_btn: object
     reset_btn: object
+    race_btn: object   # the race (#race-btn, #race): both sides alone, replayed on one clock
     message: object
+
+
+@dataclass(frozen=True, eq=False)
+class Settings:
+    """The left column: the prompt, the model pair and every knob of the decoding."""
     prompt: object
     example: object
     preset: object
     gamma: object
+    drafts: object     # several drafts at once (#drafts)
+    drafter: object    # who proposes: the draft model or prompt lookup (#drafter)
     temperature: object
+    kl_scale: object   # a log scale that sets #kl-budget
     kl_budget: object
+    kl_note: object
     notation: object
     top_k: object
     top_p: object
     seed: object
     max_new: object
-    speed: object
     draft_model: object
     target_model: object
     header: object
+
+
+@dataclass(frozen=True, eq=False)
+class StepView:
+    """The right column's step card, counters, text, race and the figures of the step shown."""
+    what: object
+    summary: object
     step_card: object
+    counters: object
     timeline: object
+    race: object
     show_rejected: object
     view_step: object
-    counters: object
     narration: object
     pq_plot: object
     uniform_plot: object
     residual_plot: object
     history_plot: object
+
+
+@dataclass(frozen=True, eq=False)
+class AcceptancePanels:
+    """In the debugging accordion (issue 37): what if at other γ and k (#whatif-*), and each run as a request
+    of the per-request acceptance-length histogram (#request-*)."""
+    curve: object      # a typed per-position curve a₁, a₂, … (empty: the run's)
+    cost: object       # a typed cost ratio c (empty: the run's)
+    gammas: object
+    drafts: object
+    run: object
+    table: object
+    plot: object
+    note: object
+    histogram: object
+
+
+@dataclass(frozen=True, eq=False)
+class DebugView:
+    """The debugging accordion: analytics, what if and per request, the rejections, the gamma sweep and the exports."""
     analytics: object
     analytics_plot: object
+    panels: AcceptancePanels
     rejections: object
     most_rejected: object
     sweep_btn: object
@@ -63,23 +112,44 @@ class Page:
     json_file: object
     csv_file: object
     traces_json: object
-    pg: object
-    timer: object
-    drafts: object = None   # several drafts at once (#drafts)
-    drafter: object = None  # who proposes: the draft model or prompt lookup (#drafter)
-    lang: object = None     # issue 17: language, classroom mode, phase reveal, round summary, log KL scale
-    classroom: object = None
-    reveal: object = None
-    what: object = None
-    summary: object = None
-    kl_scale: object = None
-    kl_note: object = None
-    tabs: tuple = ()        # (live tab, playground tab): their labels follow #lang
-    race_btn: object = None  # the race (#race-btn, #race): both sides alone, replayed on one clock
-    race: object = None
-    debug_panels: dict = None  # issue 37: #whatif-* and #request-* (app/debug_panels.py)
 
-    __hash__ = object.__hash__
+
+@dataclass(frozen=True, eq=False)
+class Playground:
+    """The playground tab: toy p and q, one round's decomposition, Monte Carlo runs, several drafts at once."""
+    tab: object
+    preset: object
+    tokens: object
+    target: object
+    draft: object
+    message: object
+    decomposition: object
+    samples: object
+    seed: object
+    run: object
+    histogram: object
+    summary: object
+    kl: object
+    mentored: object
+    drafts: object
+    drafts_run: object
+    drafts_histogram: object
+    drafts_summary: object
+    drafts_acceptance: object
+
+
+@dataclass(frozen=True, eq=False)
+class Page:
+    """The components wiring.py connects, by group."""
+    session: object
+    toolbar: Toolbar
+    controls: Controls
+    settings: Settings
+    step: StepView
+    debug: DebugView
+    pg: Playground
+    timer: object      # Play's clock
+    tabs: tuple        # (live tab, playground tab): their labels follow #lang
 
 
 KL_STEPS = (0.0, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0)  # #kl-scale's positions: 0, then 1-2-5 per decade
@@ -116,99 +186,148 @@ def i18n() -> gr.I18n:
 
 
 def build_layout() -> Page:
-    """Every component of the page, created inside the caller's gr.Blocks, by name."""
-    preset0 = default_preset()
+    """Every component of the page, created inside the caller's gr.Blocks, by group."""
     T = i18n()
-    if True:
-        session = gr.State(Session(), time_to_live=SESSION_TTL_S, delete_callback=release_session)
-        gr.Markdown(T("title"), elem_id="title")
-        with gr.Row(elem_id="toolbar"):
-            lang = gr.Radio([(v, k) for k, v in LANGUAGES.items()], value="en", label=T("lbl.lang"), elem_id="lang",
-                            show_label=False, container=False, scale=0, min_width=270)
-            classroom = gr.Checkbox(False, label=T("lbl.classroom"), elem_id="classroom", container=False, scale=0,
-                                    min_width=160)
-            reveal = gr.Checkbox(False, label=T("lbl.reveal"), elem_id="reveal", container=False, scale=0, min_width=160)
-            speed = gr.Slider(0.2, 5.0, value=0.8, step=0.1, label=T("lbl.speed"), elem_id="speed", scale=1,
-                              min_width=200)
-        with gr.Tab(T("tab.live"), elem_id="live") as live_tab:
-            with gr.Row(elem_id="controls"):
-                step_btn = gr.Button(T("btn.step"), variant="primary", elem_id="step", scale=0)
-                play_btn = gr.Button(T("btn.play"), elem_id="play", scale=0)
-                reset_btn = gr.Button(T("btn.reset"), variant="stop", elem_id="reset", scale=0)
-                race_btn = gr.Button(T("btn.race"), elem_id="race-btn", scale=0)
-                message = gr.HTML(elem_id="message", min_height=0)
-            with gr.Row(elem_id="main-row"):
-                with gr.Column(scale=1, min_width=300, elem_id="settings"):
-                    prompt = gr.Textbox(label=T("lbl.prompt"), lines=2, elem_id="prompt",
-                                        value=PRESETS[preset0].examples[0] if PRESETS[preset0].examples else "")
-                    example = gr.Dropdown(label=T("lbl.examples"), choices=PRESETS[preset0].prompt_choices, value=None,
-                                          elem_id="examples")
-                    preset = gr.Dropdown(label=T("lbl.preset"), value=preset0, elem_id="preset",
-                                         choices=preset_choices())
-                    gamma = gr.Slider(GAMMA_MIN, GAMMA_MAX, value=4, step=1, label=T("lbl.gamma"), elem_id="gamma")
-                    drafts = gr.Slider(DRAFTS_MIN, DRAFTS_MAX, value=1, step=1, elem_id="drafts", label=T("lbl.drafts"))
-                    drafter = gr.Radio(drafter_choices(), value="model", elem_id="drafter", label=T("lbl.drafter"))
-                    temperature = gr.Slider(0, 2, value=DEFAULT_TEMPERATURE, step=0.05, label=T("lbl.temperature"),
-                                            elem_id="temperature")
-                    with gr.Group(elem_id="kl-group"):
-                        kl_scale = gr.Slider(0, len(KL_STEPS) - 1, value=0, step=1, label=T("lbl.kl_scale"),
-                                             elem_id="kl-scale")
-                        kl_budget = gr.Number(0.0, minimum=0, label=T("lbl.kl"), elem_id="kl-budget")
-                        kl_note = gr.HTML(elem_id="kl-buys", min_height=0)
-                    notation = gr.Radio(notation_choices(), value="leviathan",
-                                        label=T("lbl.notation"), elem_id="notation")
-                    with gr.Accordion(T("lbl.more"), open=False):
-                        top_k = gr.Number(value=TOP_K_OFF, minimum=0, label=T("lbl.top_k"), elem_id="top-k")
-                        top_p = gr.Slider(0.05, 1.0, value=TOP_P_OFF, step=0.05, label=T("lbl.top_p"), elem_id="top-p")
-                        seed = gr.Number(value=DEFAULT_SEED, minimum=0, label=T("lbl.seed"), elem_id="seed")
-                        max_new = gr.Slider(1, 200, value=80, step=1, label=T("lbl.max_new"), elem_id="max-new-tokens")
-                    with gr.Accordion(T("lbl.own_pair"), open=False):
-                        draft_model = gr.Textbox("", label=T("lbl.draft_model"), elem_id="draft-model",
-                                                 placeholder="e.g. HuggingFaceTB/SmolLM2-135M")
-                        target_model = gr.Textbox("", label=T("lbl.target_model"), elem_id="target-model",
-                                                  placeholder="e.g. HuggingFaceTB/SmolLM2-1.7B")
-                    header = gr.Markdown(intro("leviathan"), elem_id="intro")
-                with gr.Column(scale=2, elem_id="results"):
-                    what = gr.HTML(what_you_see(), elem_id="what-you-see", min_height=0)
-                    summary = gr.HTML(render.round_summary(None), elem_id="round-summary", min_height=0)
-                    step_card = gr.HTML(render.step_card(None), elem_id="step-card")
-                    counters = gr.HTML(render.counters_html({}, "", False, 0, 0), elem_id="counters")
-                    timeline = gr.HTML(render.text_view(prompt.value, []), elem_id="timeline")
-                    race = gr.HTML(race_html(None), elem_id="race", min_height=0)
-                    with gr.Row():
-                        show_rejected = gr.Checkbox(value=True, label=T("lbl.show_rejected"),
-                                                    elem_id="show-rejected", scale=1)
-                        view_step = gr.Number(label=T("lbl.view_step"), elem_id="view-step", scale=0,
-                                              min_width=120)
-                    with gr.Accordion(T("lbl.details"), open=False):
-                        narration = gr.Markdown(render.narration(None), elem_id="narration")
-                        pq_plot = gr.Plot(label="target vs draft", show_label=False, elem_id="pq-plot")
-                        uniform_plot = gr.Plot(label="uniform draw", show_label=False, elem_id="uniform-plot")
-                        residual_plot = gr.Plot(label="residual or bonus", show_label=False, elem_id="residual-plot")
-                    with gr.Accordion(T("lbl.history"), open=False):
-                        history_plot = gr.Plot(label="the run so far", show_label=False, elem_id="history-plot")
-                    with gr.Accordion(T("lbl.debug"), open=False, elem_id="debug"):
-                        analytics = gr.HTML(render.analytics_html({}), elem_id="analytics")
-                        analytics_plot = gr.Plot(show_label=False, elem_id="analytics-plot")
-                        debug_panels = build_debug_panels(T)
-                        with gr.Row(elem_id="rejections-row"):
-                            rejections = gr.Dataframe(headers=REJECTION_COLUMNS, value=[], interactive=False,
-                                                      max_height=320, label=T("lbl.rejections"),
-                                                      elem_id="rejections", scale=3, min_width=260)
-                            most_rejected = gr.HTML(render.most_rejected_html([]), elem_id="most-rejected",
-                                                    min_height=0)
-                        sweep_btn = gr.Button(T("btn.sweep"), elem_id="sweep")
-                        sweep_plot = gr.Plot(show_label=False, elem_id="sweep-plot")
-                        with gr.Row():
-                            export_btn = gr.Button(T("btn.export"), elem_id="export")
-                            json_file = gr.File(label=T("lbl.json"), elem_id="export-json")
-                            csv_file = gr.File(label=T("lbl.csv"), elem_id="export-csv")
-                        traces_json = gr.JSON(visible=False, elem_id="traces-json")
-        pg = playground_tab(T)
-        timer = gr.Timer(0.8, active=False)
-        return Page(session=session, step_btn=step_btn, play_btn=play_btn, reset_btn=reset_btn, message=message, prompt=prompt, example=example, preset=preset, gamma=gamma, temperature=temperature, kl_budget=kl_budget, notation=notation, top_k=top_k, top_p=top_p, seed=seed, max_new=max_new, speed=speed, draft_model=draft_model, target_model=target_model, header=header, step_card=step_card, timeline=timeline, show_rejected=show_rejected, view_step=view_step, counters=counters, narration=narration, pq_plot=pq_plot, uniform_plot=uniform_plot, residual_plot=residual_plot, history_plot=history_plot, analytics=analytics, analytics_plot=analytics_plot, rejections=rejections, most_rejected=most_rejected, sweep_btn=sweep_btn, sweep_plot=sweep_plot, export_btn=export_btn, json_file=json_file, csv_file=csv_file, traces_json=traces_json, pg=pg, timer=timer, drafts=drafts, drafter=drafter,
-                    lang=lang, classroom=classroom, reveal=reveal, what=what, summary=summary, kl_scale=kl_scale, kl_note=kl_note, tabs=(live_tab, pg["tab"]),
-                    race_btn=race_btn, race=race, debug_panels=debug_panels)
+    session = gr.State(Session(), time_to_live=SESSION_TTL_S, delete_callback=release_session)
+    gr.Markdown(T("title"), elem_id="title")
+    toolbar = toolbar_row(T)
+    with gr.Tab(T("tab.live"), elem_id="live") as live_tab:
+        controls = controls_row(T)
+        with gr.Row(elem_id="main-row"):
+            settings = settings_column(T)
+            with gr.Column(scale=2, elem_id="results"):
+                step = step_view(T, settings.prompt.value)
+                debug = debug_view(T)
+    pg = playground_tab(T)
+    timer = gr.Timer(0.8, active=False)
+    return Page(session=session, toolbar=toolbar, controls=controls, settings=settings, step=step, debug=debug,
+                pg=pg, timer=timer, tabs=(live_tab, pg.tab))
+
+
+def toolbar_row(T) -> Toolbar:
+    with gr.Row(elem_id="toolbar"):
+        lang = gr.Radio([(v, k) for k, v in LANGUAGES.items()], value="en", label=T("lbl.lang"), elem_id="lang",
+                        show_label=False, container=False, scale=0, min_width=270)
+        classroom = gr.Checkbox(False, label=T("lbl.classroom"), elem_id="classroom", container=False, scale=0,
+                                min_width=160)
+        reveal = gr.Checkbox(False, label=T("lbl.reveal"), elem_id="reveal", container=False, scale=0, min_width=160)
+        speed = gr.Slider(0.2, 5.0, value=0.8, step=0.1, label=T("lbl.speed"), elem_id="speed", scale=1,
+                          min_width=200)
+    return Toolbar(lang=lang, classroom=classroom, reveal=reveal, speed=speed)
+
+
+def controls_row(T) -> Controls:
+    with gr.Row(elem_id="controls"):
+        step_btn = gr.Button(T("btn.step"), variant="primary", elem_id="step", scale=0)
+        play_btn = gr.Button(T("btn.play"), elem_id="play", scale=0)
+        reset_btn = gr.Button(T("btn.reset"), variant="stop", elem_id="reset", scale=0)
+        race_btn = gr.Button(T("btn.race"), elem_id="race-btn", scale=0)
+        message = gr.HTML(elem_id="message", min_height=0)
+    return Controls(step_btn=step_btn, play_btn=play_btn, reset_btn=reset_btn, race_btn=race_btn, message=message)
+
+
+def settings_column(T) -> Settings:
+    preset0 = default_preset()
+    with gr.Column(scale=1, min_width=300, elem_id="settings"):
+        prompt = gr.Textbox(label=T("lbl.prompt"), lines=2, elem_id="prompt",
+                            value=PRESETS[preset0].examples[0] if PRESETS[preset0].examples else "")
+        example = gr.Dropdown(label=T("lbl.examples"), choices=PRESETS[preset0].prompt_choices, value=None,
+                              elem_id="examples")
+        preset = gr.Dropdown(label=T("lbl.preset"), value=preset0, elem_id="preset", choices=preset_choices())
+        gamma = gr.Slider(GAMMA_MIN, GAMMA_MAX, value=4, step=1, label=T("lbl.gamma"), elem_id="gamma")
+        drafts = gr.Slider(DRAFTS_MIN, DRAFTS_MAX, value=1, step=1, elem_id="drafts", label=T("lbl.drafts"))
+        drafter = gr.Radio(drafter_choices(), value="model", elem_id="drafter", label=T("lbl.drafter"))
+        temperature = gr.Slider(0, 2, value=DEFAULT_TEMPERATURE, step=0.05, label=T("lbl.temperature"),
+                                elem_id="temperature")
+        with gr.Group(elem_id="kl-group"):
+            kl_scale = gr.Slider(0, len(KL_STEPS) - 1, value=0, step=1, label=T("lbl.kl_scale"), elem_id="kl-scale")
+            kl_budget = gr.Number(0.0, minimum=0, label=T("lbl.kl"), elem_id="kl-budget")
+            kl_note = gr.HTML(elem_id="kl-buys", min_height=0)
+        notation = gr.Radio(notation_choices(), value="leviathan", label=T("lbl.notation"), elem_id="notation")
+        with gr.Accordion(T("lbl.more"), open=False):
+            top_k = gr.Number(value=TOP_K_OFF, minimum=0, label=T("lbl.top_k"), elem_id="top-k")
+            top_p = gr.Slider(0.05, 1.0, value=TOP_P_OFF, step=0.05, label=T("lbl.top_p"), elem_id="top-p")
+            seed = gr.Number(value=DEFAULT_SEED, minimum=0, label=T("lbl.seed"), elem_id="seed")
+            max_new = gr.Slider(1, 200, value=80, step=1, label=T("lbl.max_new"), elem_id="max-new-tokens")
+        with gr.Accordion(T("lbl.own_pair"), open=False):
+            draft_model = gr.Textbox("", label=T("lbl.draft_model"), elem_id="draft-model",
+                                     placeholder="e.g. HuggingFaceTB/SmolLM2-135M")
+            target_model = gr.Textbox("", label=T("lbl.target_model"), elem_id="target-model",
+                                      placeholder="e.g. HuggingFaceTB/SmolLM2-1.7B")
+        header = gr.Markdown(intro("leviathan"), elem_id="intro")
+    return Settings(prompt=prompt, example=example, preset=preset, gamma=gamma, drafts=drafts, drafter=drafter,
+                    temperature=temperature, kl_scale=kl_scale, kl_budget=kl_budget, kl_note=kl_note,
+                    notation=notation, top_k=top_k, top_p=top_p, seed=seed, max_new=max_new,
+                    draft_model=draft_model, target_model=target_model, header=header)
+
+
+def step_view(T, prompt: str) -> StepView:
+    what = gr.HTML(what_you_see(), elem_id="what-you-see", min_height=0)
+    summary = gr.HTML(render.round_summary(None), elem_id="round-summary", min_height=0)
+    step_card = gr.HTML(render.step_card(None), elem_id="step-card")
+    counters = gr.HTML(render.counters_html({}, "", False, 0, 0), elem_id="counters")
+    timeline = gr.HTML(render.text_view(prompt, []), elem_id="timeline")
+    race = gr.HTML(race_html(None), elem_id="race", min_height=0)
+    with gr.Row():
+        show_rejected = gr.Checkbox(value=True, label=T("lbl.show_rejected"), elem_id="show-rejected", scale=1)
+        view_step = gr.Number(label=T("lbl.view_step"), elem_id="view-step", scale=0, min_width=120)
+    with gr.Accordion(T("lbl.details"), open=False):
+        narration = gr.Markdown(render.narration(None), elem_id="narration")
+        pq_plot = gr.Plot(label="target vs draft", show_label=False, elem_id="pq-plot")
+        uniform_plot = gr.Plot(label="uniform draw", show_label=False, elem_id="uniform-plot")
+        residual_plot = gr.Plot(label="residual or bonus", show_label=False, elem_id="residual-plot")
+    with gr.Accordion(T("lbl.history"), open=False):
+        history_plot = gr.Plot(label="the run so far", show_label=False, elem_id="history-plot")
+    return StepView(what=what, summary=summary, step_card=step_card, counters=counters, timeline=timeline,
+                    race=race, show_rejected=show_rejected, view_step=view_step, narration=narration,
+                    pq_plot=pq_plot, uniform_plot=uniform_plot, residual_plot=residual_plot,
+                    history_plot=history_plot)
+
+
+def debug_view(T) -> DebugView:
+    with gr.Accordion(T("lbl.debug"), open=False, elem_id="debug"):
+        analytics = gr.HTML(render.analytics_html({}), elem_id="analytics")
+        analytics_plot = gr.Plot(show_label=False, elem_id="analytics-plot")
+        panels = acceptance_panels(T)
+        with gr.Row(elem_id="rejections-row"):
+            rejections = gr.Dataframe(headers=REJECTION_COLUMNS, value=[], interactive=False, max_height=320,
+                                      label=T("lbl.rejections"), elem_id="rejections", scale=3, min_width=260)
+            most_rejected = gr.HTML(render.most_rejected_html([]), elem_id="most-rejected", min_height=0)
+        sweep_btn = gr.Button(T("btn.sweep"), elem_id="sweep")
+        sweep_plot = gr.Plot(show_label=False, elem_id="sweep-plot")
+        with gr.Row():
+            export_btn = gr.Button(T("btn.export"), elem_id="export")
+            json_file = gr.File(label=T("lbl.json"), elem_id="export-json")
+            csv_file = gr.File(label=T("lbl.csv"), elem_id="export-csv")
+        traces_json = gr.JSON(visible=False, elem_id="traces-json")
+    return DebugView(analytics=analytics, analytics_plot=analytics_plot, panels=panels, rejections=rejections,
+                     most_rejected=most_rejected, sweep_btn=sweep_btn, sweep_plot=sweep_plot, export_btn=export_btn,
+                     json_file=json_file, csv_file=csv_file, traces_json=traces_json)
+
+
+def acceptance_panels(T) -> AcceptancePanels:
+    """The what-if panel (#whatif-panel) and the per-request panel (#request-panel), each in a group."""
+    with gr.Group(elem_id="whatif-panel"):
+        gr.Markdown(T("wi.head"))
+        with gr.Row(elem_id="whatif-settings"):
+            curve = gr.Textbox("", label=T("wi.curve"), placeholder="0.9, 0.75, 0.6", elem_id="whatif-curve",
+                               max_lines=1, scale=3, min_width=220)
+            cost = gr.Textbox("", label=T("wi.cost"), placeholder="0.1", elem_id="whatif-cost", max_lines=1,
+                              scale=2, min_width=180)
+            gammas = gr.Textbox(DEFAULT_GAMMAS, label=T("wi.gammas"), elem_id="whatif-gammas", max_lines=1, scale=1,
+                                min_width=140)
+            drafts = gr.Textbox(DEFAULT_DRAFTS, label=T("wi.drafts"), elem_id="whatif-drafts", max_lines=1, scale=1,
+                                min_width=140)
+        run = gr.Button(T("wi.run"), elem_id="whatif-run")
+        table = gr.HTML(whatif_panel(None, [], "", "", DEFAULT_GAMMAS, DEFAULT_DRAFTS)[0], elem_id="whatif-table",
+                        min_height=0)
+        plot = gr.Plot(show_label=False, elem_id="whatif-plot")
+    with gr.Group(elem_id="request-panel"):
+        gr.Markdown(T("rq.head"))
+        note = gr.HTML(requests_panel([])[0], elem_id="request-note", min_height=0)
+        histogram = gr.Plot(show_label=False, elem_id="request-histogram")
+    return AcceptancePanels(curve=curve, cost=cost, gammas=gammas, drafts=drafts, run=run, table=table, plot=plot,
+                            note=note, histogram=histogram)
 
 
 def playground_drafts_section(T) -> dict:
@@ -223,7 +342,7 @@ def playground_drafts_section(T) -> dict:
     return dict(drafts=k, drafts_run=run, drafts_histogram=histogram, drafts_summary=summary, drafts_acceptance=acceptance)
 
 
-def playground_tab(T) -> dict:
+def playground_tab(T) -> Playground:
     """The playground's components (the proof you can watch), by name."""
     first = next(iter(playground.TOY_PRESETS))
     target0, draft0 = playground.TOY_PRESETS[first]
@@ -248,5 +367,6 @@ def playground_tab(T) -> dict:
         kl = gr.Slider(0, 1, value=0.1, step=0.01, label=T("pg.kl"), elem_id="pg-kl")
         mentored = gr.Plot(show_label=False, elem_id="pg-mentored")
         drafts = playground_drafts_section(T)
-    return dict(**drafts, tab=tab, preset=preset, tokens=tokens, target=target, draft=draft, message=message, decomposition=decomposition,
-                samples=samples, seed=seed, run=run, histogram=histogram, summary=summary, kl=kl, mentored=mentored)
+    return Playground(**drafts, tab=tab, preset=preset, tokens=tokens, target=target, draft=draft, message=message,
+                      decomposition=decomposition, samples=samples, seed=seed, run=run, histogram=histogram,
+                      summary=summary, kl=kl, mentored=mentored)

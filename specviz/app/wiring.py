@@ -15,17 +15,17 @@ from ..engine.limits import event_deadline
 from ..engine.presets import PRESETS
 from ..engine.settings import current as current_deployment
 from ..present import render
+from ..present.debug_panels import debug_panels_view
 from ..present.errors import localize
 from ..present.i18n import CATALOGUE, LANGUAGES, tr
 from ..present.race import race_html
 from ..present.views import (Session, View, export_files, kl_buys, playground_drafts_run, playground_run, playground_view,
                              sweep_view)
-from .debug_panels import wire_debug_panels
 from .gradio_internals import cache_dir, forget_tab
 from .handlers import (adopt, intro, play_handler, race_handler, reset_handler, step_handler, stop_handler,
                        tick_handler, view_handler, what_you_see)
-from .layout import (CLASSROOM_PACE_S, KL_STEPS, Page, build_layout, drafter_choices, notation_choices, preset_choices,
-                     toy_choices)
+from .layout import (CLASSROOM_PACE_S, KL_STEPS, Page, Playground, build_layout, drafter_choices, notation_choices,
+                     preset_choices, toy_choices)
 
 
 CACHE_SWEEP = (300, 900)  # (every, older than) seconds: gradio's delete_cache
@@ -39,145 +39,234 @@ def build_app() -> gr.Blocks:
 
 
 def wire(demo: gr.Blocks, page: Page) -> None:
-    # the page's components by name, as build_layout made them
-    (session, step_btn, play_btn, reset_btn, message, prompt, example, preset, gamma, temperature, kl_budget,
-     notation, top_k, top_p, seed, max_new, speed, draft_model, target_model, header, step_card, timeline,
-     show_rejected, view_step, counters, narration, pq_plot, uniform_plot, residual_plot, history_plot,
-     analytics, analytics_plot, rejections, most_rejected, sweep_btn, sweep_plot, export_btn, json_file,
-     csv_file, traces_json, pg, timer) = (
-        page.session, page.step_btn, page.play_btn, page.reset_btn, page.message, page.prompt, page.example,
-        page.preset, page.gamma, page.temperature, page.kl_budget, page.notation, page.top_k, page.top_p,
-        page.seed, page.max_new, page.speed, page.draft_model, page.target_model, page.header, page.step_card,
-        page.timeline, page.show_rejected, page.view_step, page.counters, page.narration, page.pq_plot,
-        page.uniform_plot, page.residual_plot, page.history_plot, page.analytics, page.analytics_plot,
-        page.rejections, page.most_rejected, page.sweep_btn, page.sweep_plot, page.export_btn, page.json_file,
-        page.csv_file, page.traces_json, page.pg, page.timer)
+    """Each group's events, one function a group (a new group: its own wire_* function, called here). Handlers
+    of one trigger run in the order they were wired: #lang's own before the playground's."""
+    stepping = wire_step(page)
+    wire_race(page)
+    loaded = wire_toolbar(demo, page)
+    wire_view(page)
+    wire_settings(page)
+    wire_debug(demo, page)
+    wire_acceptance_panels(page, after=stepping)
+    wire_playground(page.pg, page.settings.notation, page.toolbar.lang, LIGHT, loaded)
+    wire_session(demo)
 
-    lang, classroom, what, summary, kl_scale, kl_note = page.lang, page.classroom, page.what, page.summary, page.kl_scale, page.kl_note
 
-    knobs = [preset, prompt, gamma, temperature, top_k, top_p, kl_budget, seed, max_new, draft_model, target_model,
-             page.drafts]  # drafts last: positional /step calls of older clients keep their meaning (then lang)
-    view_outputs = View(timeline, step_card, counters, narration, pq_plot, uniform_plot, residual_plot,
-                        history_plot, view_step, message, analytics, analytics_plot, rejections, most_rejected, summary)
+# Event settings shared by the groups. Model-bound events share one queue: a class queues, not thrashes; one
+# worker more than heavy work may hold (engine/limits.py), so a light Step always finds one while long
+# prompts are read. Knobs reach DecodeConfig as sent: refused by name, never rounded or clipped (RAW).
+LIGHT = dict(concurrency_limit=None, api_visibility="private")
+LIGHT_PUBLIC = dict(concurrency_limit=None)
+RAW = dict(preprocess=False)
 
-    def updates(view: View | None) -> dict:
-        return {c: gr.skip() for c in view_outputs} if view is None else dict(zip(view_outputs, view))
 
-    def play_label(playing: bool, lang_code: str) -> gr.Button:
-        return gr.Button(value=tr(lang_code, "btn.pause" if playing else "btn.play"))
+def model_queue() -> dict:
+    return dict(concurrency_id="model", concurrency_limit=current_deployment().concurrency + 1)
 
-    def playing_updates(playing: bool, lang_code: str) -> dict:
-        return {timer: gr.Timer(active=playing), play_btn: play_label(playing, lang_code)}
+
+def knobs(page: Page) -> list:
+    """The decoding's inputs in /step's order: drafts last, so positional /step calls of older clients keep
+    their meaning (then lang)."""
+    s = page.settings
+    return [s.preset, s.prompt, s.gamma, s.temperature, s.top_k, s.top_p, s.kl_budget, s.seed, s.max_new,
+            s.draft_model, s.target_model, s.drafts]
+
+
+def view_outputs(page: Page) -> View:
+    """The components a View fills, in View's order."""
+    v, d = page.step, page.debug
+    return View(v.timeline, v.step_card, v.counters, v.narration, v.pq_plot, v.uniform_plot, v.residual_plot,
+                v.history_plot, v.view_step, page.controls.message, d.analytics, d.analytics_plot, d.rejections,
+                d.most_rejected, v.summary)
+
+
+def all_views(page: Page) -> list:
+    """The session and every view, as a list: the API returns outputs in this order."""
+    return [page.session, *view_outputs(page)]
+
+
+def updates(page: Page, view: View | None) -> dict:
+    outputs = view_outputs(page)
+    return {c: gr.skip() for c in outputs} if view is None else dict(zip(outputs, view))
+
+
+def play_label(playing: bool, lang_code: str) -> gr.Button:
+    return gr.Button(value=tr(lang_code, "btn.pause" if playing else "btn.play"))
+
+
+def playing_updates(page: Page, playing: bool, lang_code: str) -> dict:
+    return {page.timer: gr.Timer(active=playing), page.controls.play_btn: play_label(playing, lang_code)}
+
+
+def shown_view(page: Page, s, n, step, code) -> dict:
+    """The session and every view for step `step` in notation `n`, language `code`."""
+    s, view = view_handler(s, n, step, lang=code)
+    return {page.session: s, **updates(page, view)}
+
+
+def wire_step(page: Page) -> list:
+    """Step, Play (a timer's ticks) and Reset; returns their events (what shows a run redraws after them)."""
+    session, timer, c = page.session, page.timer, page.controls
 
     def on_step(session_state, notation, preset, prompt, gamma, temperature, top_k, top_p, kl_budget, seed,
             max_new_tokens, draft_model, target_model, drafts=1, lang="en", drafter="model",
             request: gr.Request = None):  # /step's parameters; each new one goes last, after lang
         s, view = step_handler(adopt(session_state, request.session_hash, lang), notation, preset, prompt, gamma, temperature,
                    top_k, top_p, kl_budget, seed, max_new_tokens, draft_model, target_model, drafts, drafter, lang=lang)
-        return {session: s, **updates(view)}
+        return {session: s, **updates(page, view)}
 
     def on_tick(s, n, preset, prompt, gamma, temperature, top_k, top_p, kl_budget, seed, max_new_tokens, draft_model,
                 target_model, drafts, code, drafter, request: gr.Request):  # named: gradio passes a Request only to a positional parameter
         s, view, playing = tick_handler(adopt(s, request.session_hash, code), n, preset, prompt, gamma, temperature, top_k,
                                         top_p, kl_budget, seed, max_new_tokens, draft_model, target_model, drafts,
                                         drafter, lang=code)
-        return {session: s, **updates(view), **playing_updates(playing, code)}
+        return {session: s, **updates(page, view), **playing_updates(page, playing, code)}
 
     def on_play(s, seconds, code):
         s, playing = play_handler(s)
-        return {session: s, timer: gr.Timer(value=float(seconds), active=playing), play_btn: play_label(playing, code)}
+        return {session: s, timer: gr.Timer(value=float(seconds), active=playing), c.play_btn: play_label(playing, code)}
 
     def on_stop(s, code):
         s, playing = stop_handler(s)
         if isinstance(s, Session):
             s.lang = code  # the reset that follows speaks it (/reset's API takes the notation alone)
-        return {session: s, **playing_updates(playing, code)}
+        return {session: s, **playing_updates(page, playing, code)}
 
     def on_reset(s, n):
         s, view = reset_handler(s, n, lang=getattr(s, "lang", "en"))
-        return {session: s, **updates(view)}
+        return {session: s, **updates(page, view)}
 
-    def on_view(s, n, step, code):
-        s, view = view_handler(s, n, step, lang=code)
-        return {session: s, **updates(view)}
+    decoding = [session, page.settings.notation, *knobs(page), page.toolbar.lang, page.settings.drafter]
+    # trigger_mode="multiple": quick presses queue (5 presses = 5 steps), serialised by the session's lock;
+    # no progress display: it kept the browser busy exactly while the round's forwards were being timed
+    stepped = c.step_btn.click(on_step, decoding, all_views(page), api_name="step", trigger_mode="multiple",
+                               show_progress="hidden", **model_queue(), **RAW)
+    tick = timer.tick(on_tick, decoding, [*all_views(page), timer, c.play_btn], api_visibility="private",
+                      show_progress="hidden", **model_queue(), **RAW)
+    c.play_btn.click(on_play, [session, page.toolbar.speed, page.toolbar.lang], [session, timer, c.play_btn],
+                     **LIGHT)
+    was_reset = c.reset_btn.click(on_stop, [session, page.toolbar.lang], [session, timer, c.play_btn],
+                                  cancels=[tick], **LIGHT).then(on_reset, [session, page.settings.notation], all_views(page),
+                                                api_name="reset", concurrency_limit=None, **RAW)
+    return [stepped, tick, was_reset]
 
-    def on_lang(s, n, step, code, playing_label):
-        raced = isinstance(s, Session) and s.races  # a race already shown stays; the empty line follows #lang
-        return {**on_view(s, n, step, code), header: intro(n, code), what: what_you_see(code),
-                page.race: gr.skip() if raced else race_html(None, code),
-                play_btn: gr.Button(value=tr(code, "btn.pause" if playing_label in PAUSE_LABELS else "btn.play"))}
 
-    all_views = [session, *view_outputs]  # a list: the API returns outputs in this order
-    # a class queues, not thrashes; one worker more than heavy work may hold (engine/limits.py), so a light
-    # Step always finds one while long prompts are read
-    model = dict(concurrency_id="model", concurrency_limit=current_deployment().concurrency + 1)
-    light = dict(concurrency_limit=None, api_visibility="private")
-    light_public = dict(concurrency_limit=None)
+def wire_race(page: Page) -> None:
+    """The race: both sides alone, replayed on one clock."""
+    session, race, message = page.session, page.step.race, page.controls.message
 
     def on_race(s, preset, prompt, gamma, temperature, top_k, top_p, kl_budget, seed, max_new_tokens, draft_model,
                 target_model, drafts=1, lang="en", drafter="model", request: gr.Request = None):  # /step's but notation
         s, shown, status = race_handler(adopt(s, request.session_hash, lang), preset, prompt, gamma, temperature,
                                         top_k, top_p, kl_budget, seed, max_new_tokens, draft_model, target_model,
                                         drafts, drafter, lang=lang)
-        return {session: s, page.race: gr.skip() if shown is None else shown, message: render.message_html(status)}
+        return {session: s, race: gr.skip() if shown is None else shown, message: render.message_html(status)}
+
+    # the race's own forwards are timed: only a small timer on #race moves in the browser meanwhile
+    page.controls.race_btn.click(on_race, [session, *knobs(page), page.toolbar.lang, page.settings.drafter],
+                                 [session, race, message], api_name="race", show_progress="minimal",
+                                 show_progress_on=race, **model_queue(), **RAW)
+
+
+def wire_view(page: Page) -> None:
+    """Which step is shown, in which notation."""
+    notation, view_step, lang = page.settings.notation, page.step.view_step, page.toolbar.lang
+
+    def on_view(s, n, step, code):
+        return shown_view(page, s, n, step, code)
+
+    gr.on([notation.change, view_step.input], on_view, [page.session, notation, view_step, lang], all_views(page),
+          **LIGHT, **RAW)
+    notation.change(intro, [notation, lang], page.settings.header, **LIGHT)
+    page.step.show_rejected.change(None, page.step.show_rejected, None, api_visibility="private",
+                 js="(v) => { document.querySelector('#timeline').classList.toggle('hide-rejected', !v); }")
+
+
+def wire_toolbar(demo: gr.Blocks, page: Page):
+    """The language, classroom mode and the phase reveal; returns the page's load event (it sets the language)."""
+    t, header, what, race = page.toolbar, page.settings.header, page.step.what, page.step.race
+    play_btn = page.controls.play_btn
+
+    def on_lang(s, n, step, code, playing_label):
+        raced = isinstance(s, Session) and s.races  # a race already shown stays; the empty line follows #lang
+        return {**shown_view(page, s, n, step, code), header: intro(n, code), what: what_you_see(code),
+                race: gr.skip() if raced else race_html(None, code),
+                play_btn: gr.Button(value=tr(code, "btn.pause" if playing_label in PAUSE_LABELS else "btn.play"))}
+
+    notation = page.settings.notation
+    t.lang.change(on_lang, [page.session, notation, page.step.view_step, t.lang, play_btn],
+                  [*all_views(page), header, what, play_btn, race], **LIGHT)
+    t.lang.change(None, t.lang, None, js=SET_LOCALE_JS, api_visibility="private")
+    t.lang.change(relabel, t.lang, [*page.tabs, notation, page.settings.preset, page.pg.preset,
+                                    page.settings.drafter], **LIGHT)
+    loaded = demo.load(None, None, [t.lang, t.classroom], js=INITIAL_JS, api_visibility="private")
+    t.classroom.change(None, t.classroom, None, js="(on) => { document.body.classList.toggle('classroom', !!on); }",
+                       api_visibility="private")
+    t.classroom.change(lambda on, s: max(float(s), CLASSROOM_PACE_S) if on else s, [t.classroom, t.speed], t.speed,
+                       **LIGHT)
+    t.reveal.change(None, t.reveal, None, js="(on) => { document.body.classList.toggle('reveal', !!on); }",
+                    api_visibility="private")
+    return loaded
+
+
+def wire_settings(page: Page) -> None:
+    """The knobs that fill in others: the KL scale, the KL note, the example prompts."""
+    settings = page.settings
+
+    def on_kl(s, budget, code):
+        with event_deadline(current_deployment().event_timeout_s):
+            return kl_buys(s, budget, code)
+
+    settings.kl_scale.input(lambda i: KL_STEPS[int(i)], settings.kl_scale, settings.kl_budget, **LIGHT)
+    settings.kl_budget.change(on_kl, [page.session, settings.kl_budget, page.toolbar.lang], settings.kl_note,
+                              **model_queue(), api_visibility="private")
+    settings.example.change(lambda e, p: e or p, [settings.example, settings.prompt], settings.prompt, **LIGHT)
+    settings.preset.change(lambda p: gr.Dropdown(choices=PRESETS[p].prompt_choices if p in PRESETS else [], value=None),
+                           settings.preset, settings.example, **LIGHT)
+
+
+def wire_debug(demo: gr.Blocks, page: Page) -> None:
+    """The debugging view: a rejection shows its step, the gamma sweep, the exports."""
+    d, notation, lang = page.debug, page.settings.notation, page.toolbar.lang
 
     def on_rejection_click(s, n, code, evt: gr.SelectData):
         row = evt.row_value if evt is not None else None
-        return on_view(s, n, row[0] if row else None, code)
+        return shown_view(page, s, n, row[0] if row else None, code)
 
     def on_sweep(s, n, code):
         with event_deadline(current_deployment().event_timeout_s):
             figure, status = sweep_view(s, n, code)
         return figure or gr.skip(), render.message_html(status)
 
-    def on_kl(s, budget, code):
-        with event_deadline(current_deployment().event_timeout_s):
-            return kl_buys(s, budget, code)
-
     def on_export(s):
         return export_files(s, cache_dir(demo))
-    raw = dict(preprocess=False)  # knobs reach DecodeConfig as sent: refused by name, never rounded or clipped
-    # trigger_mode="multiple": quick presses queue (5 presses = 5 steps), serialised by the session's lock;
-    # no progress display: it kept the browser busy exactly while the round's forwards were being timed
-    stepped = step_btn.click(on_step, [session, notation, *knobs, lang, page.drafter], all_views, api_name="step",
-                   trigger_mode="multiple", show_progress="hidden", **model, **raw)
-    # the race's own forwards are timed: only a small timer on #race moves in the browser meanwhile
-    page.race_btn.click(on_race, [session, *knobs, lang, page.drafter], [session, page.race, message], api_name="race",
-                        show_progress="minimal", show_progress_on=page.race, **model, **raw)
-    tick = timer.tick(on_tick, [session, notation, *knobs, lang, page.drafter], [*all_views, timer, play_btn],
-              api_visibility="private", show_progress="hidden", **model, **raw)
-    play_btn.click(on_play, [session, speed, lang], [session, timer, play_btn], **light)
-    was_reset = reset_btn.click(on_stop, [session, lang], [session, timer, play_btn], cancels=[tick], **light).then(
-        on_reset, [session, notation], all_views, api_name="reset", concurrency_limit=None, **raw)
-    gr.on([notation.change, view_step.input], on_view, [session, notation, view_step, lang], all_views, **light, **raw)
-    notation.change(intro, [notation, lang], header, **light)
-    lang.change(on_lang, [session, notation, view_step, lang, play_btn], [*all_views, header, what, play_btn, page.race], **light)
-    lang.change(None, lang, None, js=SET_LOCALE_JS, api_visibility="private")
-    lang.change(relabel, lang, [*page.tabs, notation, preset, pg["preset"], page.drafter], **light)
-    loaded = demo.load(None, None, [lang, classroom], js=INITIAL_JS, api_visibility="private")
-    classroom.change(None, classroom, None, js="(on) => { document.body.classList.toggle('classroom', !!on); }",
-                     api_visibility="private")
-    classroom.change(lambda on, s: max(float(s), CLASSROOM_PACE_S) if on else s, [classroom, speed], speed, **light)
-    page.reveal.change(None, page.reveal, None, js="(on) => { document.body.classList.toggle('reveal', !!on); }",
-                       api_visibility="private")
-    kl_scale.input(lambda i: KL_STEPS[int(i)], kl_scale, kl_budget, **light)
-    kl_budget.change(on_kl, [session, kl_budget, lang], kl_note, **model, api_visibility="private")
-    show_rejected.change(None, show_rejected, None, api_visibility="private",
-                 js="(v) => { document.querySelector('#timeline').classList.toggle('hide-rejected', !v); }")
-    example.change(lambda e, p: e or p, [example, prompt], prompt, **light)
-    rejections.select(on_rejection_click, [session, notation, lang], all_views, **light).then(
+
+    d.rejections.select(on_rejection_click, [page.session, notation, lang], all_views(page), **LIGHT).then(
         None, None, None, api_visibility="private",  # the card may be far above: bring it into view
         js="() => { document.querySelector('#step-card')?.scrollIntoView({behavior: 'smooth', block: 'start'}); }")
-    sweep_btn.click(on_sweep, [session, notation, lang], [sweep_plot, message], **model, api_visibility="private")
-    export_btn.click(on_export, [session], [json_file, csv_file, traces_json], api_name="traces", **light_public)
-    wire_playground(pg, notation, lang, light, loaded)
-    wire_debug_panels(page.debug_panels, session, lang, [stepped, tick, was_reset], light)
+    d.sweep_btn.click(on_sweep, [page.session, notation, lang], [d.sweep_plot, page.controls.message],
+                      **model_queue(), api_visibility="private")
+    d.export_btn.click(on_export, [page.session], [d.json_file, d.csv_file, d.traces_json], api_name="traces",
+                       **LIGHT_PUBLIC)
 
+
+def wire_acceptance_panels(page: Page, after: list) -> None:
+    """The what-if and per-request panels redraw on their button, Enter in a typed setting and #lang, and after
+    each event in `after` (Step, Play's tick, Reset: the events that change the run they show); unqueued, under
+    the session's lock."""
+    p = page.debug.panels
+    inputs = [page.session, p.curve, p.cost, p.gammas, p.drafts, page.toolbar.lang]
+    outputs = [p.table, p.plot, p.note, p.histogram]
+    gr.on([p.run.click, p.curve.submit, p.cost.submit, p.gammas.submit, p.drafts.submit, page.toolbar.lang.change],
+          debug_panels_view, inputs, outputs, **LIGHT)
+    for event in after:
+        event.then(debug_panels_view, inputs, outputs, **LIGHT)
+
+
+def wire_session(demo: gr.Blocks) -> None:
     def on_unload(request: gr.Request):  # gradio passes the closed tab's request, no inputs
         forget_tab(demo, request)
     demo.unload(on_unload)
-    preset.change(lambda p: gr.Dropdown(choices=PRESETS[p].prompt_choices if p in PRESETS else [], value=None),
-              preset, example, **light)
 
 
 def relabel(code: str) -> list:
@@ -200,7 +289,7 @@ INITIAL_JS = """() => {
 SET_LOCALE_JS = "(code) => { window.specvizSetLocale && window.specvizSetLocale(code); }"
 
 
-def wire_playground(pg: dict, notation, lang, light: dict, loaded) -> None:
+def wire_playground(pg: Playground, notation, lang, light: dict, loaded) -> None:
     """The playground's events; a change of #lang redraws its figures and, once run, its tables in the new language."""
     def on_preset(name, seed, code):
         if name == "random":
@@ -230,20 +319,20 @@ def wire_playground(pg: dict, notation, lang, light: dict, loaded) -> None:
             return run(*args) if shown else (gr.skip(),) * outputs
         return redo
 
-    edits = [pg["tokens"], pg["target"], pg["draft"], pg["kl"], notation, lang]
-    runs = [pg["tokens"], pg["target"], pg["draft"], pg["samples"], pg["seed"], notation, lang]
-    drafts_runs = [pg["tokens"], pg["target"], pg["draft"], pg["drafts"], pg["samples"], pg["seed"], notation, lang]
-    run_out = [pg["histogram"], pg["summary"], pg["message"]]
-    drafts_out = [pg["drafts_histogram"], pg["drafts_acceptance"], pg["drafts_summary"], pg["message"]]
-    pg["preset"].change(on_preset, [pg["preset"], pg["seed"], lang], [pg["target"], pg["draft"]], **light)
-    figures = [pg["decomposition"], pg["mentored"], pg["message"]]
+    edits = [pg.tokens, pg.target, pg.draft, pg.kl, notation, lang]
+    runs = [pg.tokens, pg.target, pg.draft, pg.samples, pg.seed, notation, lang]
+    drafts_runs = [pg.tokens, pg.target, pg.draft, pg.drafts, pg.samples, pg.seed, notation, lang]
+    run_out = [pg.histogram, pg.summary, pg.message]
+    drafts_out = [pg.drafts_histogram, pg.drafts_acceptance, pg.drafts_summary, pg.message]
+    pg.preset.change(on_preset, [pg.preset, pg.seed, lang], [pg.target, pg.draft], **light)
+    figures = [pg.decomposition, pg.mentored, pg.message]
     loaded.then(on_edit, edits, figures, **light)   # after the page's language is set, so it draws in that one
-    gr.on([pg["tokens"].change, pg["target"].change, pg["draft"].change, pg["kl"].release, notation.change,
+    gr.on([pg.tokens.change, pg.target.change, pg.draft.change, pg.kl.release, notation.change,
            lang.change], on_edit, edits, figures, **light)
-    pg["run"].click(on_run, runs, run_out, **light)
-    pg["drafts_run"].click(on_drafts_run, drafts_runs, drafts_out, **light)
-    gr.on([lang.change, notation.change], again(on_run, 3), [pg["summary"], *runs], run_out, **light)
-    gr.on([lang.change, notation.change], again(on_drafts_run, 4), [pg["drafts_summary"], *drafts_runs], drafts_out,
+    pg.run.click(on_run, runs, run_out, **light)
+    pg.drafts_run.click(on_drafts_run, drafts_runs, drafts_out, **light)
+    gr.on([lang.change, notation.change], again(on_run, 3), [pg.summary, *runs], run_out, **light)
+    gr.on([lang.change, notation.change], again(on_drafts_run, 4), [pg.drafts_summary, *drafts_runs], drafts_out,
           **light)
     gr.api(playground_endpoint, api_name="playground", concurrency_limit=current_deployment().concurrency)
 

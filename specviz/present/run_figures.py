@@ -50,18 +50,17 @@ def analytics_figure(traces: list[StepTrace], m: dict, notation: str = "leviatha
     the truncated geometric law of the measured alpha; per-position acceptance against alpha^(i+1);
     rolling alpha with each step's TV and KL between the two models; expected speedup against gamma
     from the measured alpha and c (Thm 3.8), with the current and the best gamma."""
-    from ..core import theory
-    from ..core.config import GAMMA_MAX
-
-    t, d = letters(notation)
     gamma, alpha = m.get("gamma") or 0, m.get("acceptance_rate") or 0.0
-    ks = list(range(gamma + 1))
-    steps = list(range(1, len(traces) + 1))
+    data = [*acceptance_panels(m, gamma, alpha, lang), *rolling_panel(traces, notation, lang),
+            *speedup_panel(m, gamma, alpha, lang)]
+    return plain_figure(data, analytics_layout(m.get("cost_ratio_c"), lang))
 
-    def tested_mean(tr, key):
-        tested = [getattr(p, key) for p in tr.positions if p.uniform is not None]
-        return sum(tested) / len(tested) if tested else 0.0
-    data = [
+
+def acceptance_panels(m: dict, gamma: int, alpha: float, lang: str) -> list[dict]:
+    """Top left, the acceptance-length histogram and its geometric law; top right, per-position acceptance
+    and alpha^(i+1)."""
+    ks = list(range(gamma + 1))
+    return [
         {"type": "bar", "x": ks, "y": m.get("acceptance_length_histogram", []), "name": tr(lang, "fig.a_hist"),
          "marker": {"color": ACCEPT_COLOUR}, "xaxis": "x", "yaxis": "y"},
         {"type": "scatter", "x": ks, "y": m.get("expected_acceptance_length_histogram", []), "mode": "markers+lines",
@@ -72,6 +71,18 @@ def analytics_figure(traces: list[StepTrace], m: dict, notation: str = "leviatha
         {"type": "scatter", "x": list(range(1, gamma + 1)), "y": [alpha ** (i + 1) for i in range(gamma)],
          "mode": "markers+lines", "name": tr(lang, "fig.a_indep"), "line": {"color": OVERLAP_COLOUR, "dash": "dot"},
          "xaxis": "x2", "yaxis": "y2"},
+    ]
+
+
+def rolling_panel(traces: list[StepTrace], notation: str, lang: str) -> list[dict]:
+    """Bottom left: rolling alpha, with each step's mean TV and KL over its tested positions."""
+    t, d = letters(notation)
+    steps = list(range(1, len(traces) + 1))
+
+    def tested_mean(tr, key):
+        tested = [getattr(p, key) for p in tr.positions if p.uniform is not None]
+        return sum(tested) / len(tested) if tested else 0.0
+    return [
         {"type": "scatter", "x": steps, "y": rolling_alpha(traces), "mode": "lines", "name": tr(lang, "fig.a_rolling", n=10),
          "line": {"color": ACCEPT_COLOUR, "width": 3}, "xaxis": "x3", "yaxis": "y3"},
         {"type": "scatter", "x": steps, "y": [tested_mean(tr, "tv") for tr in traces], "mode": "lines",
@@ -79,12 +90,20 @@ def analytics_figure(traces: list[StepTrace], m: dict, notation: str = "leviatha
         {"type": "scatter", "x": steps, "y": [tested_mean(tr, "kl") for tr in traces], "mode": "lines",
          "name": tr(lang, "fig.a_kl", t=t, d=d), "line": {"color": FINAL_COLOUR, "dash": "dash"}, "xaxis": "x3", "yaxis": "y3"},
     ]
+
+
+def speedup_panel(m: dict, gamma: int, alpha: float, lang: str) -> list[dict]:
+    """Bottom right: expected speedup against gamma (Thm 3.8) where the run has timings, else tokens per
+    target pass; the run's own figure on it."""
+    from ..core import theory
+    from ..core.config import GAMMA_MAX
+
     c = m.get("cost_ratio_c")
     gammas = list(range(1, GAMMA_MAX + 1))
     if c:
         curve = [theory.expected_speedup(alpha, g, c) for g in gammas]
         best = m["best_gamma"]
-        data += [
+        data = [
             {"type": "scatter", "x": gammas, "y": curve, "mode": "lines", "name": tr(lang, "fig.a_thm", a=f"{alpha:.2f}", c=f"{c:.2f}"),
              "line": {"color": OVERLAP_COLOUR}, "xaxis": "x4", "yaxis": "y4"},
             {"type": "scatter", "x": [gamma, best], "y": [curve[gamma - 1], curve[best - 1]], "mode": "markers+text",
@@ -96,8 +115,8 @@ def analytics_figure(traces: list[StepTrace], m: dict, notation: str = "leviatha
         ]
     else:  # no timings (a report): what each gamma yields per target pass
         curve = [theory.expected_tokens_per_target_call(alpha, g) for g in gammas]
-        data.append({"type": "scatter", "x": gammas, "y": curve, "mode": "lines", "name": tr(lang, "fig.a_expected_tpp"),
-                     "line": {"color": OVERLAP_COLOUR}, "xaxis": "x4", "yaxis": "y4"})
+        data = [{"type": "scatter", "x": gammas, "y": curve, "mode": "lines", "name": tr(lang, "fig.a_expected_tpp"),
+                 "line": {"color": OVERLAP_COLOUR}, "xaxis": "x4", "yaxis": "y4"}]
     if gamma and c and m.get("speedup") and not m.get("warming_up"):
         data.append({"type": "scatter", "x": [gamma], "y": [m["speedup"]], "mode": "markers",
                      "name": tr(lang, "fig.a_measured_speedup", s=f"{m['speedup']:.2f}"), "marker": {"symbol": "diamond", "size": 12,
@@ -108,6 +127,11 @@ def analytics_figure(traces: list[StepTrace], m: dict, notation: str = "leviatha
                      "name": tr(lang, "fig.a_measured_tpp", m=f"{m.get('tokens_per_target_call', 0):.2f}",
                                 e=f"{m.get('expected_tokens_per_target_call', 0):.2f}"),
                      "marker": {"symbol": "diamond", "size": 12, "color": ACCEPT_COLOUR}, "xaxis": "x4", "yaxis": "y4"})
+    return data
+
+
+def analytics_layout(c: float | None, lang: str) -> dict:
+    """The four panels' axes, two by two, the legend above them."""
     layout = base_layout(tr(lang, "fig.a_title"), 760, barmode="group",
                      xaxis={"domain": [0, 0.45], "anchor": "y", "title": {"text": tr(lang, "fig.ax_drafts_accepted")}, "dtick": 1},
                      yaxis={"domain": [0.58, 0.92], "anchor": "x", "title": {"text": tr(lang, "fig.ax_steps")}},
@@ -121,7 +145,7 @@ def analytics_figure(traces: list[StepTrace], m: dict, notation: str = "leviatha
     layout["legend"] = {"orientation": "h", "y": 1.02, "yanchor": "bottom", "x": 0, "font": {"size": 11}}
     layout["margin"] = {"l": 55, "r": 20, "t": 190, "b": 50}
     layout["title"]["y"] = 0.99
-    return plain_figure(data, layout)
+    return layout
 
 
 def sweep_figure(sweep: dict, notation: str = "leviathan", lang: str = "en") -> go.Figure:

@@ -10,6 +10,7 @@ import copy
 import gc
 import statistics
 import time
+from dataclasses import dataclass
 
 import torch
 
@@ -155,24 +156,74 @@ def hf_assisted(pair, prompt_ids: list[int], gamma: int, new_tokens: int, seed: 
 
 
 def run_bench(preset=None, draft=None, target=None, device=None, gamma=4, quick=False, seed=0) -> dict:
+    # 1. the pair, its prompts and seeds
     new_tokens = 48 if quick else 96
     config = dict(gamma=gamma, temperature=1.0, max_new_tokens=new_tokens)
     DecodeConfig(**config, seed=seed)  # validates gamma and seed before any model loads
     pair = load_pair(preset, draft=draft, target=target, device=device)
     prompts = list(pair.examples or ("The",))[: 2 if quick else 4]
     seeds = range(seed, seed + (2 if quick else 4))
-    records, calls, hf_tokens, hf_s = [], [], 0, 0.0
-    # warm-up: first calls pay one-off allocation costs
+    # 2. warm-up: first calls pay one-off allocation costs
     warm = SpeculativeDecoder(pair, prompts[0], DecodeConfig(**config, seed=seed, record=False))
     warm.run()
     # transformers' assisted generation cannot feed a draft the target's hidden states: no contender then
     with_hf = not reads_features(pair.draft)
     if with_hf:
         hf_assisted(pair, pair.encode(prompts[0]), gamma, 8, seed)
-    # the cost model's per-call times and the forward-only round, measured in short blocks after every run
-    # below, so that drift in the machine's speed (tens of percent between minutes on a shared VM) hits the
-    # cost model and the decoding it predicts alike
-    context = pair.encode(prompts[0]) * 4
+    # 3. the timers of the cost model's calls and of the forward-only round
+    timers = bench_timers(pair, warm, pair.encode(prompts[0]) * 4, gamma)
+    # 4. the runs, each contender in turn on every prompt and seed, timed blocks after each
+    per_run = -(-(50 if quick else 300) // (len(prompts) * len(seeds)))  # blocks after each run: ~50 or ~300 in all
+    records, calls, hf_tokens, hf_s = [], [], 0, 0.0
+    for prompt in prompts:
+        for s in seeds:
+            spec = SpeculativeDecoder(pair, prompt, DecodeConfig(**config, seed=s, record=False))
+            base = TargetOnlyDecoder(pair, prompt, DecodeConfig(**config, seed=s), prefilled=spec)  # one prefill
+            spec.run()
+            records += spec.records
+            base.run()
+            calls += base.call_s
+            if with_hf:
+                n, dt = _timed(lambda: hf_assisted(pair, spec.prompt_ids, gamma, new_tokens, s))
+                hf_tokens, hf_s = hf_tokens + n, hf_s + dt
+            timers.after_run(per_run)
+    # 5. the figures; the timers' copies of the models (a hub target's take gigabytes) go first
+    m = metric_set(records, calls)  # the same metric set the app and the CLI show
+    medians = timers.medians_ms()
+    del timers
+    gc.collect()
+    result = bench_figures(pair, warm, m, medians, gamma=gamma, new_tokens=new_tokens,
+                           runs=len(prompts) * len(seeds), hf_rate=hf_tokens / hf_s if with_hf else None)
+    result.update(_ui_step_ratio(pair, prompts[0], config, seed))
+    live = result["live_speedup"]
+    result["live_over_bench"] = None if live is None else round(live / result["speedup_vs_target_only"], 3)
+    return result
+
+
+@dataclass
+class BenchTimers:
+    """The cost model's per-call times and the forward-only round, measured in short blocks after every run,
+    so that drift in the machine's speed (tens of percent between minutes on a shared VM) hits the cost model
+    and the decoding it predicts alike. Holds the engine's twins (engine_twins) while they are timed."""
+    calls: CallTimer
+    round: RoundTimer
+    plain_target: object | None
+    wide_draft: object | None
+
+    def after_run(self, per_run: int) -> None:
+        for start in range(0, per_run, TIMING_BLOCK):  # blocks of at most 25 calls, as per_call_latency_ms's
+            self.calls.block(min(TIMING_BLOCK, per_run - start))
+        self.round.rounds(per_run)
+
+    def medians_ms(self) -> dict:
+        draft_ms, target_ms, verify_ms, *twin_ms = self.calls.medians_ms()
+        return dict(draft=draft_ms, target=target_ms, verify=verify_ms, round=self.round.median_ms(),
+                    plain=twin_ms[:2] if self.plain_target is not None else [None, None],
+                    wide=twin_ms[-1] if self.wide_draft is not None else None)
+
+
+def bench_timers(pair, warm: SpeculativeDecoder, context: list[int], gamma: int) -> BenchTimers:
+    """The timers of the draft's and the target's calls (and of the engine's twins) and of the round."""
     features = reads_features(pair.draft)  # then the target keeps its hidden states, as in decoding
     source = CachedModel(pair.target, pair.vocab_size, keep_features=True)  # what a feature-reading draft reads
     if features:
@@ -193,66 +244,47 @@ def run_bench(preset=None, draft=None, target=None, device=None, gamma=4, quick=
     round_target = CachedModel(pair.target, pair.vocab_size, keep_features=features, **options)
     round_timer = RoundTimer(cached_draft(pair.draft, pair.vocab_size, round_target, **options), round_target,
                              context, gamma)
-    per_run = -(-(50 if quick else 300) // (len(prompts) * len(seeds)))  # blocks after each run: ~50 or ~300 in all
-    for prompt in prompts:
-        for s in seeds:
-            spec = SpeculativeDecoder(pair, prompt, DecodeConfig(**config, seed=s, record=False))
-            base = TargetOnlyDecoder(pair, prompt, DecodeConfig(**config, seed=s), prefilled=spec)  # one prefill
-            spec.run()
-            records += spec.records
-            base.run()
-            calls += base.call_s
-            if with_hf:
-                n, dt = _timed(lambda: hf_assisted(pair, spec.prompt_ids, gamma, new_tokens, s))
-                hf_tokens, hf_s = hf_tokens + n, hf_s + dt
-            for start in range(0, per_run, TIMING_BLOCK):  # blocks of at most 25 calls, as per_call_latency_ms's
-                calls_timer.block(min(TIMING_BLOCK, per_run - start))
-            round_timer.rounds(per_run)
-    m = metric_set(records, calls)  # the same metric set the app and the CLI show
-    hf_rate = hf_tokens / hf_s if with_hf else None
-    draft_ms, target_ms, verify_ms, *twin_ms = calls_timer.medians_ms()
-    round_ms = round_timer.median_ms()
-    plain_ms = twin_ms[:2] if plain_target is not None else [None, None]
-    wide_ms = twin_ms[-1] if wide_draft is not None else None
-    del timed, calls_timer, plain_target, wide_draft  # the copies' weights (a hub target's take gigabytes) go now
-    gc.collect()
+    return BenchTimers(calls_timer, round_timer, plain_target, wide_draft)
+
+
+def bench_figures(pair, warm: SpeculativeDecoder, m: dict, ms: dict, gamma: int, new_tokens: int, runs: int,
+                  hf_rate: float | None) -> dict:
+    """The benchmark's result: the run's metric set `m`, the timers' medians `ms`, the contenders' rates."""
+    with_hf = hf_rate is not None
     result = {
         "preset": pair.name, "device": str(pair.device), "dtype": str(pair.dtype).removeprefix("torch."),
         "draft_dtype": str(pair.draft_dtype).removeprefix("torch."),
         "gamma": gamma, "new_tokens_per_run": new_tokens,
-        "runs": len(prompts) * len(seeds), "threads": torch.get_num_threads(),
+        "runs": runs, "threads": torch.get_num_threads(),
         "tokens_per_s_speculative": round(m["tokens_per_s_speculative"], 1),
         "tokens_per_s_target_only": round(m["tokens_per_s_target_only"], 1),
         "tokens_per_s_hf_assisted": round(hf_rate, 1) if with_hf else None,
         "speedup_vs_target_only": round(m["speedup"], 3),
         "speedup_vs_hf_assisted": round(m["tokens_per_s_speculative"] / hf_rate, 3) if with_hf else None,
-        "draft_reads_target_features": features,
+        "draft_reads_target_features": reads_features(pair.draft),
         "cache": warm.cache_kind, "cache_by_model": warm.cache_kinds, "graphs_off": warm.graphs_off or None,
         "capture_s": round(warm.capture_s, 3),
         "acceptance_rate": round(m["acceptance_rate"], 4), "draft_acceptance_rate": round(m["draft_acceptance_rate"], 4),
         "tokens_per_target_call": round(m["tokens_per_target_call"], 3),
         "system_efficiency": round(m["system_efficiency"], 3),
-        "draft_ms": round(draft_ms, 3), "target_ms": round(target_ms, 3), "target_verify_ms": round(verify_ms, 3),
+        "draft_ms": round(ms["draft"], 3), "target_ms": round(ms["target"], 3), "target_verify_ms": round(ms["verify"], 3),
         "cost_ratio_c": round(m["cost_ratio_c"], 3),
-        "cost_ratio_c_isolated": round(draft_ms / target_ms, 3),
+        "cost_ratio_c_isolated": round(ms["draft"] / ms["target"], 3),
         "predicted_speedup_thm38": round(m["predicted_speedup_thm38"], 3), "best_gamma": m["best_gamma"],
-        "predicted_speedup_cost_model": round(m["tokens_per_target_call"] * target_ms / (gamma * draft_ms + verify_ms), 3),
+        "predicted_speedup_cost_model": round(m["tokens_per_target_call"] * ms["target"] / (gamma * ms["draft"] + ms["verify"]), 3),
         # what the engine's CPU choices saved, timed beside the figures above: null where it made none
-        "target_ms_plain_layers": _rounded(plain_ms[0]), "target_verify_ms_plain_layers": _rounded(plain_ms[1]),
-        "draft_ms_in_pair_dtype": _rounded(wide_ms),
+        "target_ms_plain_layers": _rounded(ms["plain"][0]), "target_verify_ms_plain_layers": _rounded(ms["plain"][1]),
+        "draft_ms_in_pair_dtype": _rounded(ms["wide"]),
     }
     result["measured_over_cost_model"] = round(result["speedup_vs_target_only"] / result["predicted_speedup_cost_model"], 3)
     # the round in three measures: the cost model's sum of isolated calls, the same forwards alternating as
     # in decoding with nothing between them, and the real round (all its work; mean over the run's rounds)
-    cost_model_round_ms = gamma * draft_ms + verify_ms
+    cost_model_round_ms = gamma * ms["draft"] + ms["verify"]
     result.update({
-        "round_ms_cost_model": round(cost_model_round_ms, 3), "round_ms_forwards_only": round(round_ms, 3),
+        "round_ms_cost_model": round(cost_model_round_ms, 3), "round_ms_forwards_only": round(ms["round"], 3),
         "round_ms_measured": round(1e3 * m["wall_s"] / m["steps"], 3),
-        "cost_model_ceiling_forwards_only": round(cost_model_round_ms / round_ms, 3),
+        "cost_model_ceiling_forwards_only": round(cost_model_round_ms / ms["round"], 3),
     })
-    result.update(_ui_step_ratio(pair, prompts[0], config, seed))
-    live = result["live_speedup"]
-    result["live_over_bench"] = None if live is None else round(live / result["speedup_vs_target_only"], 3)
     return result
 
 

@@ -233,83 +233,6 @@ OWN_PARSERS = {"train": "specviz.tools.train", "corpus": "specviz.tools.corpus",
                "distill-smollm2": "specviz.tools.distill"}
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The parser of `generate`, `bench`, `report`, `whatif` and `loadtest` (the OWN_PARSERS parse their own)."""
-    ap = _Parser(prog="python -m specviz", description="speculative decoding, step by step")
-    sub = ap.add_subparsers(dest="command", required=True, parser_class=_Parser)
-    gen = sub.add_parser("generate", help="generate text with speculative decoding (or the target-only baseline)")
-    gen.add_argument("--prompt", required=True)
-    _add_decoding_args(gen)
-    gen.add_argument("--temperature", type=float, default=1.0)
-    gen.add_argument("--top-k", type=int, default=None)
-    gen.add_argument("--top-p", type=float, default=None)
-    gen.add_argument("--kl-budget", type=float, default=0.0, help="0 = exact; > 0 = mentored decoding (lossy)")
-    gen.add_argument("--max-new-tokens", type=int, default=64)
-    gen.add_argument("--drafts", type=int, default=1, help="k chains per step, verified as a token tree (1..8)")
-    gen.add_argument("--baseline", action="store_true", help="run the target-only decoder instead")
-    gen.add_argument("--json", action="store_true")
-    gen.set_defaults(func=cmd_generate)
-    bench = sub.add_parser("bench", help="speculative vs target-only vs transformers' assisted generation")
-    _add_decoding_args(bench)
-    bench.add_argument("--quick", action="store_true", help="a run of under a minute on a 2-core CPU")
-    bench.add_argument("--threads", type=_threads, default=None,
-                       help="torch's intra-op threads (default: torch's, every core; the app serves with one fewer)")
-    bench.add_argument("--drafts", default=None, help="e.g. 1,2,4: several drafts at once, each k against target-only")
-    bench.add_argument("--gammas", default="2,4", help="with --drafts: the gammas to run each k at (default 2,4)")
-    bench.add_argument("--temperatures", default="0,0.7",
-                       help="with --drafter lookup: the temperatures to run the copy-heavy examples at")
-    bench.add_argument("--json", action="store_true")
-    bench.add_argument("--random-weights", action="store_true",
-                       help="a hub preset's draft and target built from their configs with random weights: "
-                            "per-forward cost and predicted speedup, no download")
-    bench.set_defaults(func=cmd_bench)
-    report = sub.add_parser("report", help="acceptance metrics over many prompts: summary.json, traces.jsonl, report.html")
-    report.add_argument("--prompts", help="a text file, one prompt per line")
-    _add_decoding_args(report, gamma_list=True)
-    report.add_argument("--temperature", type=float, default=1.0)
-    report.add_argument("--top-k", type=int, default=None, help="0 or unset = off")
-    report.add_argument("--top-p", type=float, default=None, help="1 or unset = off")
-    report.add_argument("--kl-budget", type=float, default=0.0)
-    report.add_argument("--runs", type=int, default=1, help="runs per prompt, seeds 0..runs-1")
-    report.add_argument("--max-new-tokens", type=int, default=64)
-    report.add_argument("--out", required=True, help="folder to write into")
-    report.add_argument("--from-metrics", action="append", metavar="FILE_OR_URL",
-                        help="a vLLM or SGLang Prometheus scrape (file or http URL) instead of running models; "
-                             "twice: the rates between two scrapes")
-    report.add_argument("--cost-ratio", type=float, default=None,
-                        help="with --from-metrics: draft/target forward cost c (else measured on --preset/--draft/--target)")
-    report.set_defaults(func=cmd_report)
-    what = sub.add_parser("whatif", help="expected acceptance length and speedup at other γ and draft counts, "
-                                         "from a per-position acceptance curve and a cost ratio")
-    what.add_argument("--per-position", help="accepted at position i over rounds (vLLM's form), e.g. 0.9,0.75,0.6")
-    what.add_argument("--from-report", metavar="DIR", help="a `report --out` folder: its largest γ's curve and c")
-    what.add_argument("--from-metrics", action="append", metavar="FILE_OR_URL",
-                      help="a vLLM/SGLang/llama.cpp Prometheus scrape (twice: the rates between two scrapes)")
-    what.add_argument("--cost-ratio", type=float, default=None, help="c: one draft forward over one target forward")
-    what.add_argument("--draft-ms", type=float, default=None, help="one draft forward, ms (with --target-ms)")
-    what.add_argument("--target-ms", type=float, default=None, help="one target forward, ms (with --draft-ms)")
-    what.add_argument("--gammas", default="1,2,3,4,5,6,8", help="γ values to evaluate (default 1,2,3,4,5,6,8)")
-    what.add_argument("--drafts", default="1", help="draft counts k to evaluate, e.g. 1,2,4 (default 1)")
-    what.add_argument("--sibling-rates", default=None,
-                      help="k > 1: acceptance of the 2nd, 3rd... try at a depth after the earlier ones failed")
-    what.add_argument("--extra-row-cost", type=float, default=0.0,
-                      help="k > 1: cost of each extra row relative to the first (0 = free rows, default)")
-    what.add_argument("--plot", metavar="FILE.html", help="also write the speedup-by-γ figure as a page")
-    what.add_argument("--json", action="store_true")
-    what.set_defaults(func=cmd_whatif)
-    load = sub.add_parser("loadtest", help="many /step API sessions at once on a local server: isolation, latency, memory")
-    load.add_argument("--sessions", type=int, default=30)
-    load.add_argument("--steps", type=int, default=30)
-    load.add_argument("--churn", type=int, default=200, help="sessions that connect, step 5 times and leave")
-    load.add_argument("--attacks", action="store_true",
-                      help="the public-Space attack pass instead: long prompts, two pairs, wrong types "
-                           "(docs/deployment-and-security.md)")
-    load.add_argument("--alternations", type=int, default=5, help="with --attacks: Steps of each of two pairs' visitors")
-    load.add_argument("--json", action="store_true")
-    load.set_defaults(func=cmd_loadtest)
-    return ap
-
-
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv and argv[0] in OWN_PARSERS:
@@ -328,3 +251,102 @@ def main(argv=None) -> int:
     except OSError as err:  # e.g. the disk filled while writing
         print(f"error: {err.strerror or err}{f': {err.filename}' if err.filename else ''}", file=sys.stderr)
         return 2
+
+
+def build_parser() -> _Parser:
+    """`python -m specviz`'s parser, one function a subcommand (train, corpus, modelcard and distill-smollm2
+    parse their own arguments)."""
+    ap = _Parser(prog="python -m specviz", description="speculative decoding, step by step")
+    sub = ap.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    for add in (add_generate, add_bench, add_report, add_whatif, add_loadtest):
+        add(sub)
+    return ap
+
+
+def add_generate(sub) -> None:
+    """`generate`: text with speculative decoding or the target-only baseline."""
+    gen = sub.add_parser("generate", help="generate text with speculative decoding (or the target-only baseline)")
+    gen.add_argument("--prompt", required=True)
+    _add_decoding_args(gen)
+    gen.add_argument("--temperature", type=float, default=1.0)
+    gen.add_argument("--top-k", type=int, default=None)
+    gen.add_argument("--top-p", type=float, default=None)
+    gen.add_argument("--kl-budget", type=float, default=0.0, help="0 = exact; > 0 = mentored decoding (lossy)")
+    gen.add_argument("--max-new-tokens", type=int, default=64)
+    gen.add_argument("--drafts", type=int, default=1, help="k chains per step, verified as a token tree (1..8)")
+    gen.add_argument("--baseline", action="store_true", help="run the target-only decoder instead")
+    gen.add_argument("--json", action="store_true")
+    gen.set_defaults(func=cmd_generate)
+
+
+def add_bench(sub) -> None:
+    """`bench`: speculative vs target-only vs transformers' assisted generation."""
+    bench = sub.add_parser("bench", help="speculative vs target-only vs transformers' assisted generation")
+    _add_decoding_args(bench)
+    bench.add_argument("--quick", action="store_true", help="a run of under a minute on a 2-core CPU")
+    bench.add_argument("--threads", type=_threads, default=None,
+                       help="torch's intra-op threads (default: torch's, every core; the app serves with one fewer)")
+    bench.add_argument("--drafts", default=None, help="e.g. 1,2,4: several drafts at once, each k against target-only")
+    bench.add_argument("--gammas", default="2,4", help="with --drafts: the gammas to run each k at (default 2,4)")
+    bench.add_argument("--temperatures", default="0,0.7",
+                       help="with --drafter lookup: the temperatures to run the copy-heavy examples at")
+    bench.add_argument("--json", action="store_true")
+    bench.add_argument("--random-weights", action="store_true",
+                       help="a hub preset's draft and target built from their configs with random weights: "
+                            "per-forward cost and predicted speedup, no download")
+    bench.set_defaults(func=cmd_bench)
+
+
+def add_report(sub) -> None:
+    """`report`: acceptance metrics over many prompts, or from a server's metrics."""
+    report = sub.add_parser("report", help="acceptance metrics over many prompts: summary.json, traces.jsonl, report.html")
+    report.add_argument("--prompts", help="a text file, one prompt per line")
+    _add_decoding_args(report, gamma_list=True)
+    report.add_argument("--temperature", type=float, default=1.0)
+    report.add_argument("--top-k", type=int, default=None, help="0 or unset = off")
+    report.add_argument("--top-p", type=float, default=None, help="1 or unset = off")
+    report.add_argument("--kl-budget", type=float, default=0.0)
+    report.add_argument("--runs", type=int, default=1, help="runs per prompt, seeds 0..runs-1")
+    report.add_argument("--max-new-tokens", type=int, default=64)
+    report.add_argument("--out", required=True, help="folder to write into")
+    report.add_argument("--from-metrics", action="append", metavar="FILE_OR_URL",
+                        help="a vLLM or SGLang Prometheus scrape (file or http URL) instead of running models; "
+                             "twice: the rates between two scrapes")
+    report.add_argument("--cost-ratio", type=float, default=None,
+                        help="with --from-metrics: draft/target forward cost c (else measured on --preset/--draft/--target)")
+    report.set_defaults(func=cmd_report)
+
+
+def add_whatif(sub) -> None:
+    """`whatif`: expected acceptance length and speedup at other γ and draft counts."""
+    what = sub.add_parser("whatif", help="expected acceptance length and speedup at other γ and draft counts, "
+                                         "from a per-position acceptance curve and a cost ratio")
+    what.add_argument("--per-position", help="accepted at position i over rounds (vLLM's form), e.g. 0.9,0.75,0.6")
+    what.add_argument("--from-report", metavar="DIR", help="a `report --out` folder: its largest γ's curve and c")
+    what.add_argument("--from-metrics", action="append", metavar="FILE_OR_URL",
+                      help="a vLLM/SGLang/llama.cpp Prometheus scrape (twice: the rates between two scrapes)")
+    what.add_argument("--cost-ratio", type=float, default=None, help="c: one draft forward over one target forward")
+    what.add_argument("--draft-ms", type=float, default=None, help="one draft forward, ms (with --target-ms)")
+    what.add_argument("--target-ms", type=float, default=None, help="one target forward, ms (with --draft-ms)")
+    what.add_argument("--gammas", default="1,2,3,4,5,6,8", help="γ values to evaluate (default 1,2,3,4,5,6,8)")
+    what.add_argument("--drafts", default="1", help="draft counts k to evaluate, e.g. 1,2,4 (default 1)")
+    what.add_argument("--sibling-rates", default=None,
+                      help="k > 1: acceptance of the 2nd, 3rd... try at a depth after the earlier ones failed")
+    what.add_argument("--extra-row-cost", type=float, default=0.0,
+                      help="k > 1: cost of each extra row relative to the first (0 = free rows, default)")
+    what.add_argument("--plot", metavar="FILE.html", help="also write the speedup-by-γ figure as a page")
+    what.add_argument("--json", action="store_true")
+    what.set_defaults(func=cmd_whatif)
+
+
+def add_loadtest(sub) -> None:
+    """`loadtest`: many /step API sessions at once on a local server."""
+    load = sub.add_parser("loadtest", help="many /step API sessions at once on a local server: isolation, latency, memory")
+    load.add_argument("--sessions", type=int, default=30)
+    load.add_argument("--steps", type=int, default=30)
+    load.add_argument("--churn", type=int, default=200, help="sessions that connect, step 5 times and leave")
+    load.add_argument("--attacks", action="store_true",
+                      help="the public-Space attack pass instead: long prompts, two pairs, wrong types (README: Security)")
+    load.add_argument("--alternations", type=int, default=5, help="with --attacks: Steps of each of two pairs' visitors")
+    load.add_argument("--json", action="store_true")
+    load.set_defaults(func=cmd_loadtest)

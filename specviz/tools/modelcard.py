@@ -69,18 +69,24 @@ def samples(model, tok, prompts, seed=0, n=60) -> list[str]:
 
 def render_card(r: dict) -> str:
     """The model card, every figure from the measurements in `r`."""
-    tr = r["training"]
+    plain = "plain_draft_val_cross_entropy" in r  # the plain draft is measured only where its checkpoint is
+    return "\n".join([*card_opening(r), *card_models(r, plain), *card_why_this_pair(r), *card_acceptance(r, plain),
+                      *card_latency(r, plain), *card_samples(r)])
 
-    def arch(name):
-        a = tr.get(name, {}).get("architecture", {})
-        return f"GPT-2, {a.get('n_layer')} layers, width {a.get('n_embd')}, {a.get('n_head')} heads" if a else "?"
 
-    def trained(name):
-        t = tr.get(name, {})
-        return f"{t.get('train_minutes', '?')} min, {t.get('steps', '?'):,} steps, {t.get('tokens', 0):,} tokens" if t else "?"
+def architecture(training: dict, name: str) -> str:
+    a = training.get(name, {}).get("architecture", {})
+    return f"GPT-2, {a.get('n_layer')} layers, width {a.get('n_embd')}, {a.get('n_head')} heads" if a else "?"
 
-    plain = "plain_draft_val_cross_entropy" in r
-    lines = [
+
+def training_budget(training: dict, name: str) -> str:
+    t = training.get(name, {})
+    return f"{t.get('train_minutes', '?')} min, {t.get('steps', '?'):,} steps, {t.get('tokens', 0):,} tokens" if t else "?"
+
+
+def card_opening(r: dict) -> list[str]:
+    """The title, where the models come from and the held-out split."""
+    return [
         "# The bundled Shakespeare pair",
         "",
         "Two small causal language models, trained by this project with `python -m specviz train` on the",
@@ -94,18 +100,30 @@ def render_card(r: dict) -> str:
         f"40 works train. Figures below are measured on {r['validation_tokens']:,} held-out tokens",
         "(windows of 128 tokens).",
         "",
+    ]
+
+
+def card_models(r: dict, plain: bool) -> list[str]:
+    """The table of models: architecture, size, training budget, validation cross-entropy."""
+    tr = r["training"]
+    lines = [
         "| model | architecture | parameters | training (2-core CPU) | validation cross-entropy (nats/token) |",
         "| --- | --- | --- | --- | --- |",
-        f"| `shakespeare-target` | {arch('target')} | {r['target_params']:,} | {trained('target')} | {r['target_val_cross_entropy']:.3f} |",
-        f"| `shakespeare-draft` (distilled from the target) | {arch('draft')} | {r['draft_params']:,} | {trained('draft')} | {r['draft_val_cross_entropy']:.3f} |",
+        f"| `shakespeare-target` | {architecture(tr, 'target')} | {r['target_params']:,} | {training_budget(tr, 'target')} | {r['target_val_cross_entropy']:.3f} |",
+        f"| `shakespeare-draft` (distilled from the target) | {architecture(tr, 'draft')} | {r['draft_params']:,} | {training_budget(tr, 'draft')} | {r['draft_val_cross_entropy']:.3f} |",
     ]
     if plain:
-        lines.append(f"| plain draft (same size, hard labels; not shipped) | {arch('plain_draft')} | {r['plain_draft_params']:,} | "
-                     f"{trained('plain_draft')} | {r['plain_draft_val_cross_entropy']:.3f} |")
-    if plain:
+        lines.append(f"| plain draft (same size, hard labels; not shipped) | {architecture(tr, 'plain_draft')} | {r['plain_draft_params']:,} | "
+                     f"{training_budget(tr, 'plain_draft')} | {r['plain_draft_val_cross_entropy']:.3f} |")
         lines += ["", "The plain draft had a shorter budget (see the training column): it shows what hard labels give,",
                   "not an equal-budget comparison."]
-    lines += [
+    return lines
+
+
+def card_why_this_pair(r: dict) -> list[str]:
+    """Why the draft is distilled and the target deep and narrow."""
+    tr = r["training"]
+    return [
         "",
         "The draft is distilled from the final target: trained on the target's soft next-token",
         "distribution (forward KL, as DistillSpec does), because speculative decoding lives on the",
@@ -119,6 +137,12 @@ def render_card(r: dict) -> str:
         "That is the regime speculative decoding is built for (a large model on a GPU), reproduced on a",
         "small CPU. (The project's earlier 6-layer, 256-wide target, no longer shipped and so not measured",
         "by this command, is described in docs/benchmarks.md as it was measured then.)",
+    ]
+
+
+def card_acceptance(r: dict, plain: bool) -> list[str]:
+    """The acceptance rate of each draft at T = 1, T = 0.7 and greedy."""
+    lines = [
         "",
         "**Acceptance rate** α = mean over held-out positions of Σ_x min(p(x), q(x)), both warped alike:",
         "",
@@ -128,7 +152,12 @@ def render_card(r: dict) -> str:
     ]
     if plain:
         lines.append(f"| plain | {r['alpha_plain_draft_T1']:.3f} | {r['alpha_plain_draft_T0.7']:.3f} | {r['alpha_plain_draft_greedy']:.3f} |")
-    lines += [
+    return lines
+
+
+def card_latency(r: dict, plain: bool) -> list[str]:
+    """Per-token latency, c and the cold start."""
+    return [
         "",
         (f"**Latency** (cached decode of one token, median of 300 calls in alternating blocks of 25, fp32, "
          f"{r['threads']} torch threads on this 2-core CPU; this shared VM's speed drifts by tens of percent "
@@ -138,18 +167,20 @@ def render_card(r: dict) -> str:
         (f"A cold start (a fresh Python process: imports, loading both models, the first token) takes "
          f"{r['cold_start_first_token_s']:.2f} s (median of 3); importing torch and transformers is most of it."),
         "",
-        "**Samples** (T = 1, seed 0, 60 tokens after each prompt):",
-        "",
     ]
+
+
+def card_samples(r: dict) -> list[str]:
+    """Each model's samples, then how to re-measure and keep training."""
+    lines = ["**Samples** (T = 1, seed 0, 60 tokens after each prompt):", ""]
     for name, texts in r["samples"].items():
-        lines.append(f"*{name}*:")
-        lines.append("")
+        lines += [f"*{name}*:", ""]
         for text in texts:
             lines += ["```", text.strip(), "```", ""]
     rerun = "`python -m specviz modelcard --corpus DIR --write assets/models/README.md`"
     lines += [f"Re-measure with {rerun}; keep training",
               "with `python -m specviz train --corpus DIR --stage target --resume --target-minutes M` (then re-distil the draft).", ""]
-    return "\n".join(lines)
+    return lines
 
 
 def main(argv=None):

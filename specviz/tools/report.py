@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import sys
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..core import conventions, rank_analysis, rejections, theory, whatif
@@ -132,65 +133,95 @@ def run_report(prompts: list[str], out_dir: str | Path, *, preset=None, draft=No
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     # 2. every gamma x prompt x run, speculative and target-only side by side
-    by_gamma, rows, panels, sweeps, all_traces = {}, [], [], [], []
-    primary = {"records": [], "calls": [], "prompts": []}
-    pooled_records, pooled_calls = [], []
     with open(out / "traces.jsonl", "w", encoding="utf-8") as lines:
-        for gi, g in enumerate(gammas):
-            g_records, g_calls, g_requests = [], [], []
-            for i, prompt in enumerate(prompts):
-                p_records, p_calls = [], []
-                for run, config in enumerate(configs[g]):
-                    compared = ComparedRun(RunSettings(pair.ref, prompt, config, device=str(pair.device)),
-                                           stateless=False, warm=WarmRuns(1))
-                    traces = []
-                    while not compared.finished:
-                        traces.append(compared.step())
-                    for trace in traces:
-                        lines.write(json.dumps({**trace.to_dict(), "prompt_index": i, "run_index": run}) + "\n")
-                    records, calls = compared.timings()
-                    g_requests.append(records)
-                    p_records += records
-                    p_calls += calls
-                    rows += rejections.tested_drafts(traces, i)
-                    all_traces += traces
-                    if gi == 0 and run == 0:
-                        panels.append((prompt, traces))
-                        sweeps.append(temperature_sweep(pair, compared.tokens))
-                    m = metric_set(records, calls)
-                    print(f"gamma {g} ({gi + 1}/{len(gammas)}) prompt {i + 1}/{len(prompts)} run {run + 1}/{runs}: "
-                          f"{m['steps']} steps, alpha {m['acceptance_rate']:.3f}, speedup {m['speedup'] or 0:.2f}",
-                          file=progress, flush=True)
-                if gi == 0:
-                    primary["prompts"].append({"prompt_index": i, "prompt": prompt, **metric_set(p_records, p_calls)})
-                    primary["records"] += p_records
-                    primary["calls"] += p_calls
-                g_records += p_records
-                g_calls += p_calls
-            by_gamma[str(g)] = {**metric_set(g_records, g_calls), "per_request": per_request_forms(g_requests)}
-            pooled_records += g_records
-            pooled_calls += g_calls
+        runs_done = run_all(pair, prompts, gammas, configs, lines, progress)
     # 3. the answer: best gamma, where and why it rejects, in words
-    best = best_gamma(by_gamma, pooled_records, pooled_calls)
-    sweep = _mean_sweep(sweeps)
-    analysis = rejections.analyse(rows)
-    analysis["diagnosis"] = diagnosis.diagnosis_text(analysis, best, sweep, temperature)
+    settings = {"gamma": gammas[0], "gammas": gammas, "temperature": temperature, "top_k": top_k,
+                "top_p": top_p, "kl_budget": kl_budget, "drafter": drafter, "runs": runs, "max_new_tokens": max_new_tokens,
+                "prompts": len(prompts)}
+    summary = report_summary(runs_done, pair, settings)
+    (out / "summary.json").write_text(json.dumps(summary, indent=1), encoding="utf-8")
+    (out / "report.html").write_text(report_page.report_html(summary, runs_done.panels), encoding="utf-8")
+    return summary
+
+
+@dataclass
+class ReportRuns:
+    """What the runs gave: metrics by gamma, the first gamma's by prompt, the tested drafts, the traces."""
+    by_gamma: dict = field(default_factory=dict)
+    rows: list = field(default_factory=list)        # every tested draft (rejections.tested_drafts)
+    panels: list = field(default_factory=list)      # (prompt, traces) of each prompt's first run at the first gamma
+    sweeps: list = field(default_factory=list)      # the temperature sweep of each of those runs
+    all_traces: list = field(default_factory=list)
+    primary: dict = field(default_factory=lambda: {"records": [], "calls": [], "prompts": []})  # the first gamma
+    pooled_records: list = field(default_factory=list)
+    pooled_calls: list = field(default_factory=list)
+
+
+def run_all(pair, prompts: list[str], gammas: list[int], configs: dict, lines, progress) -> ReportRuns:
+    """Every gamma x prompt x run; each round's trace a line of `lines`."""
+    done = ReportRuns()
+    for gi, g in enumerate(gammas):
+        g_records, g_calls, g_requests = [], [], []
+        for i, prompt in enumerate(prompts):
+            p_records, p_calls = [], []
+            for run, config in enumerate(configs[g]):
+                compared, traces = compared_run(pair, prompt, config, lines, i, run)
+                records, calls = compared.timings()
+                g_requests.append(records)
+                p_records += records
+                p_calls += calls
+                done.rows += rejections.tested_drafts(traces, i)
+                done.all_traces += traces
+                if gi == 0 and run == 0:
+                    done.panels.append((prompt, traces))
+                    done.sweeps.append(temperature_sweep(pair, compared.tokens))
+                m = metric_set(records, calls)
+                print(f"gamma {g} ({gi + 1}/{len(gammas)}) prompt {i + 1}/{len(prompts)} run {run + 1}/{len(configs[g])}: "
+                      f"{m['steps']} steps, alpha {m['acceptance_rate']:.3f}, speedup {m['speedup'] or 0:.2f}",
+                      file=progress, flush=True)
+            if gi == 0:
+                done.primary["prompts"].append({"prompt_index": i, "prompt": prompt, **metric_set(p_records, p_calls)})
+                done.primary["records"] += p_records
+                done.primary["calls"] += p_calls
+            g_records += p_records
+            g_calls += p_calls
+        done.by_gamma[str(g)] = {**metric_set(g_records, g_calls), "per_request": per_request_forms(g_requests)}
+        done.pooled_records += g_records
+        done.pooled_calls += g_calls
+    return done
+
+
+def compared_run(pair, prompt: str, config: DecodeConfig, lines, prompt_index: int, run_index: int):
+    """One speculative run and its target-only twin to the end, its traces written to `lines`."""
+    compared = ComparedRun(RunSettings(pair.ref, prompt, config, device=str(pair.device)),
+                           stateless=False, warm=WarmRuns(1))
+    traces = []
+    while not compared.finished:
+        traces.append(compared.step())
+    for trace in traces:
+        lines.write(json.dumps({**trace.to_dict(), "prompt_index": prompt_index, "run_index": run_index}) + "\n")
+    return compared, traces
+
+
+def report_summary(done: ReportRuns, pair, settings: dict) -> dict:
+    """summary.json: the best gamma, where and why the draft is rejected, in words, and every figure behind it."""
+    by_gamma = done.by_gamma
+    best = best_gamma(by_gamma, done.pooled_records, done.pooled_calls)
+    sweep = _mean_sweep(done.sweeps)
+    analysis = rejections.analyse(done.rows)
+    analysis["diagnosis"] = diagnosis.diagnosis_text(analysis, best, sweep, settings["temperature"])
     forms = {f"γ {g}": m["per_request"] for g, m in by_gamma.items()}
     ranking = " ".join(x for x in (
         conventions.ranking_disagreement(forms, "alpha_pooled", "alpha_mean_over_requests", "α"),
         conventions.ranking_disagreement(forms, "acceptance_length_pooled", "acceptance_length_mean_over_requests",
                                          "acceptance length")) if x)
-    ranks = rank_analysis.rank_analysis(all_traces)
-    summary = {"whatif": report_whatif(by_gamma, ranks["predicted_sibling_acceptance"]), "rank_analysis": ranks,
-               "settings": {"gamma": gammas[0], "gammas": gammas, "temperature": temperature, "top_k": top_k,
-                            "top_p": top_p, "kl_budget": kl_budget, "drafter": drafter, "runs": runs, "max_new_tokens": max_new_tokens,
-                            "prompts": len(prompts)},
-               "pair": {"name": pair.name, "draft": pair.ref.draft, "target": pair.ref.target, "device": str(pair.device),
-                        "dtype": str(pair.dtype).removeprefix("torch."),
-                        "draft_dtype": str(pair.draft_dtype).removeprefix("torch.")},
-               "overall": metric_set(primary["records"], primary["calls"]), "prompts": primary["prompts"],
-               "by_gamma": by_gamma, "best_gamma": best, "rejection_analysis": analysis, "temperature_sweep": sweep,
-               "definitions": DEFINITIONS, "conventions": list(conventions.CONVENTIONS), "ranking_note": ranking}
-    (out / "summary.json").write_text(json.dumps(summary, indent=1), encoding="utf-8")
-    (out / "report.html").write_text(report_page.report_html(summary, panels), encoding="utf-8")
-    return summary
+    ranks = rank_analysis.rank_analysis(done.all_traces)
+    return {"whatif": report_whatif(by_gamma, ranks["predicted_sibling_acceptance"]), "rank_analysis": ranks,
+            "settings": settings,
+            "pair": {"name": pair.name, "draft": pair.ref.draft, "target": pair.ref.target, "device": str(pair.device),
+                     "dtype": str(pair.dtype).removeprefix("torch."),
+                     "draft_dtype": str(pair.draft_dtype).removeprefix("torch.")},
+            "overall": metric_set(done.primary["records"], done.primary["calls"]), "prompts": done.primary["prompts"],
+            "by_gamma": by_gamma, "best_gamma": best, "rejection_analysis": analysis, "temperature_sweep": sweep,
+            "definitions": DEFINITIONS, "conventions": list(conventions.CONVENTIONS), "ranking_note": ranking}

@@ -228,7 +228,7 @@ def export(model, tok, out_dir: Path, report: dict):
 # ---------------------------------------------------------------- main
 
 
-def main(argv=None):
+def parse_args(argv=None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(prog="specviz train", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--stage", choices=["tokenizer", "target", "draft", "plain-draft", "all"], default="all")
     ap.add_argument("--corpus", type=Path, required=True,
@@ -247,7 +247,11 @@ def main(argv=None):
     ap.add_argument("--threads", type=int, default=None)
     ap.add_argument("--resume", action="store_true")
     ap.add_argument("--seed", type=int, default=0)
-    args = ap.parse_args(argv)
+    return ap.parse_args(argv)
+
+
+def main(argv=None):
+    args = parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
     from transformers import AutoModelForCausalLM, AutoTokenizer
