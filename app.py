@@ -11,7 +11,7 @@ if __name__ == "__main__":
         print(f"error: {err}", file=sys.stderr)
         raise SystemExit(2) from None
     from specviz.app import launch
-    from specviz.engine.loading import check_offer
+    from specviz.engine.models.loading import check_offer
 
     try:  # so do offered presets that the pairs kept cannot hold together
         check_offer()

@@ -10,7 +10,7 @@ import pytest  # noqa: E402
 @pytest.fixture(scope="session")
 def pair():
     """The bundled Shakespeare pair, loaded once for the whole run (as the app shares it)."""
-    from specviz.engine.loading import load_pair
+    from specviz.engine.models.loading import load_pair
 
     # SPECVIZ_TEST_DEVICE / SPECVIZ_TEST_DTYPE run the engine tests on a GPU (e.g. cuda, float16)
     return load_pair("shakespeare", device=os.environ.get("SPECVIZ_TEST_DEVICE", "cpu"),

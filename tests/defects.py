@@ -14,7 +14,7 @@ from pathlib import Path
 import torch
 
 from specviz.core.warping import warp
-from specviz.engine.decoders import SpeculativeDecoder
+from specviz.engine.decoding.decoders import SpeculativeDecoder
 
 DRAFT = Path(__file__).resolve().parents[1] / "assets" / "models" / "shakespeare-draft"
 

@@ -1,4 +1,5 @@
-"""The package's one-way rule: core <- engine <- present <- app; tools use any layer but app's internals.
+"""The package's one-way rule: core <- engine <- present <- app; tools use any layer but app's internals;
+and no two modules import each other, directly or around a loop.
 
 Read from the source (every `from ..x` and `specviz.x` import), so a new module that reaches the
 wrong way fails here, and core is imported with transformers, gradio and plotly blocked.
@@ -18,22 +19,82 @@ ALLOWED = {  # layer -> the layers it may import
 }
 
 
-def imported_layers(path: pathlib.Path) -> set[str]:
-    layer = path.relative_to(ROOT).parts[0]
+def module_name(path: pathlib.Path) -> str:
+    parts = path.relative_to(ROOT.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+MODULES = {module_name(path) for path in ROOT.rglob("*.py")}
+
+
+def imported_modules(path: pathlib.Path) -> set[str]:
+    """The specviz modules `path` imports, anywhere in it (a function's own imports too), by absolute name:
+    relative imports resolved against the file's own package however deep it sits; `from X import name`
+    counts X.name where that is a module, else X."""
+    name = module_name(path)
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     found = set()
     for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.ImportFrom):
-            if node.level == 1 and node.module is None:
-                found.add(layer)
-            elif node.level == 1:
-                found.add(layer)
-            elif node.level == 2:
-                found.add((node.module or "").split(".")[0] or "specviz")
-            elif node.level == 0 and (node.module or "").startswith("specviz."):
-                found.add(node.module.split(".")[1])
+            if node.level:
+                parts = package.split(".")
+                module = ".".join(parts[: len(parts) - node.level + 1] + ([node.module] if node.module else []))
+            else:
+                module = node.module or ""
+            if module == "specviz" or module.startswith("specviz."):
+                found |= {f"{module}.{a.name}" if f"{module}.{a.name}" in MODULES else module for a in node.names}
         elif isinstance(node, ast.Import):
-            found |= {a.name.split(".")[1] for a in node.names if a.name.startswith("specviz.")}
+            found |= {a.name for a in node.names if a.name.startswith("specviz.")}
     return found
+
+
+def imported_layers(path: pathlib.Path) -> set[str]:
+    return {(module.split(".") + ["specviz"])[1] for module in imported_modules(path)}
+
+
+def import_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """One cycle (a -> b -> ... -> a) per strongly connected group of modules that import one another."""
+    index, low, stack, on_stack, groups = {}, {}, [], set(), []
+
+    def visit(v):
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(graph.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            group = set()
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                group.add(w)
+                if w == v:
+                    break
+            if len(group) > 1 or v in graph.get(v, ()):
+                groups.append(group)
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    cycles = []
+    for group in groups:  # the shortest way from the group's first module back to itself
+        start = min(group)
+        paths, seen = [[start]], set()
+        while paths:
+            path = paths.pop(0)
+            nxt = sorted(w for w in graph.get(path[-1], ()) if w in group)
+            if start in nxt:
+                cycles.append(path + [start])
+                break
+            for w in nxt:
+                if w not in seen:
+                    seen.add(w)
+                    paths.append(path + [w])
+    return sorted(cycles)
 
 
 def test_every_module_imports_only_the_layers_below_it():
@@ -48,8 +109,29 @@ def test_every_module_imports_only_the_layers_below_it():
     assert not wrong, wrong
 
 
+def test_no_modules_import_one_another_in_a_cycle():
+    """Read from the source, every import counted (a function's own too): module a importing b while b
+    imports a, directly or around a longer loop, fails here and names the loop."""
+    graph = {module_name(path): imported_modules(path) & MODULES for path in ROOT.rglob("*.py")}
+    cycles = [" -> ".join(cycle) for cycle in import_cycles(graph)]
+    assert not cycles, cycles
+
+
+def test_the_cycle_finder_names_a_loop_and_passes_a_tree():
+    graph = {"a": {"b"}, "b": {"c", "d"}, "c": {"a"}, "d": set(), "e": {"e"}}
+    assert import_cycles(graph) == [["a", "b", "c", "a"], ["e", "e"]]
+    assert import_cycles({"a": {"b", "c"}, "b": {"c"}, "c": set()}) == []
+
+
+def test_relative_imports_resolve_from_a_nested_package(tmp_path):
+    assert module_name(ROOT / "engine" / "__init__.py") == "specviz.engine"
+    nested = [path for path in ROOT.rglob("*.py") if len(path.relative_to(ROOT).parts) > 2]
+    for path in nested:  # a module two levels down reaches core with `from ...core`, never `from ..core`
+        assert all(module in MODULES for module in imported_modules(path)), path
+
+
 def test_tools_reach_the_app_only_through_its_launch_function():
-    for path in (ROOT / "tools").glob("*.py"):
+    for path in (ROOT / "tools").rglob("*.py"):
         text = path.read_text()
         assert "from ..app" not in text and "specviz.app." not in text.replace("specviz.app.launch", ""), path.name
 

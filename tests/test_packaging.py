@@ -12,7 +12,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 def test_every_subpackage_is_listed():
     config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
-    on_disk = {"specviz"} | {f"specviz.{p.parent.name}" for p in (ROOT / "specviz").glob("*/__init__.py")}
+    on_disk = {".".join(p.parent.relative_to(ROOT).parts) for p in (ROOT / "specviz").rglob("__init__.py")}
     assert set(config["packages"]) - {"specviz.assets"} == on_disk
     assert config["package-dir"]["specviz.assets"] == "assets"
 

@@ -9,11 +9,12 @@ import threading
 from collections import OrderedDict
 
 from ..core.notation import letters, notation_key
-from ..engine.decoders import DecodingFinished
-from ..engine.limits import event_deadline
+from ..engine.decoding.decoders import DecodingFinished
+from ..engine.serving.limits import event_deadline
 from ..engine.settings import current as current_deployment
-from ..engine.presets import ModelLoadError, scrub_paths
-from ..engine.race import run_race
+from ..engine.models.presets import ModelLoadError
+from ..engine.models.policy import scrub_paths
+from ..engine.serving.race import run_race
 from ..present.errors import localize
 from ..present.i18n import CATALOGUE, tr
 from ..present.race import race_html

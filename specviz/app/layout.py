@@ -11,7 +11,8 @@ import gradio as gr
 from ..core import playground
 from ..core.config import DRAFTERS, DRAFTS_MAX, DRAFTS_MIN, GAMMA_MAX, GAMMA_MIN, TOP_K_OFF, TOP_P_OFF
 from ..core.notation import NOTATIONS
-from ..engine.presets import PRESETS, default_preset, offered_presets
+from ..engine.models.presets import PRESETS, default_preset
+from ..engine.models.policy import offered_presets
 from ..present import render
 from ..present.debug_panels import DEFAULT_DRAFTS, DEFAULT_GAMMAS, requests_panel, whatif_panel
 from ..present.race import race_html

@@ -165,7 +165,7 @@ class StepTrace:
     rejected: list[EmittedToken] = field(default_factory=list)  # draft tokens thrown away this step
     drafts: int = 1         # k chains; > 1: `tree` tells the step, `positions` follow the accepted chain
     tree: TreeTrace | None = None
-    draft_reads_target: bool = False  # the draft reads the target's hidden states (engine/feature_draft.py)
+    draft_reads_target: bool = False  # the draft reads the target's hidden states (engine/decoding/feature_draft.py)
     drafter: str = "model"  # "lookup": the drafts were copied by prompt lookup, q one-hot (`lookup` says from where)
     lookup: LookupTrace | None = None
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import html
 import itertools
 
-from ..engine.race import Race
+from ..engine.serving.race import Race
 from .i18n import tr
 from .render import ROLE, VERDICT_STYLE
 from .palette import var

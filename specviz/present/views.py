@@ -17,9 +17,9 @@ import plotly.graph_objects as go
 from ..core import playground
 from ..core.config import DRAFTS_MAX, DRAFTS_MIN, DecodeConfig
 from ..core.notation import letters, p_value_text
-from ..engine.decoders import clean_text
-from ..engine.presets import custom_pair, visitor_pair
-from ..engine.run import ComparedRun, RunSettings
+from ..engine.decoding.decoders import clean_text
+from ..engine.models.policy import custom_pair, visitor_pair
+from ..engine.serving.run import ComparedRun, RunSettings
 from . import export, playground_figures, render, run_figures, step_figures
 from .errors import localize
 from .i18n import tr
@@ -263,7 +263,7 @@ def rejection_table(rows: list, notation: str = "leviathan", lang: str = "en") -
 @with_lock
 def sweep_view(session: Session, notation: str, lang: str = "en"):
     """(temperature-sweep figure, status) on the session's current context."""
-    from ..engine.sweep import temperature_sweep
+    from ..engine.decoding.sweep import temperature_sweep
 
     if session.run is None or session.run.stateless:
         return None, Status("error", tr(lang, "msg.sweep_first" if session.run is None else "msg.sweep_zerogpu"))
@@ -282,7 +282,7 @@ def kl_buys(session: Session, kl_budget: float, lang: str = "en") -> str:
     """The acceptance a KL budget buys on the session's current context: the expected acceptance rate
     Σ draft·accept of exact decoding (Σ min(p, q)) and of mentored decoding at this budget, at the next
     position, from one forward of each model (HTML; a hint before the first Step)."""
-    from ..engine.sweep import next_acceptance
+    from ..engine.decoding.sweep import next_acceptance
 
     if session.run is None or session.run.stateless or not session.run.tokens:
         return f'<span class="muted">{tr(lang, "kl.none")}</span>'

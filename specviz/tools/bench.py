@@ -16,12 +16,13 @@ import torch
 
 from ..core.config import DecodeConfig
 from ..core.metrics import metric_set
-from ..engine.cache import CachedModel
-from ..engine.cpu_linear import RowsFirstLinear, use_rows_first_linears
-from ..engine.draft_precision import restore_draft
-from ..engine.feature_draft import cached_draft, reads_features
-from ..engine.decoders import SpeculativeDecoder, TargetOnlyDecoder
-from ..engine.loading import load_pair
+from ..engine.caches.cache import CachedModel
+from ..engine.models.cpu_linear import RowsFirstLinear, use_rows_first_linears
+from ..engine.models.draft_precision import restore_draft
+from ..engine.decoding.feature_draft import cached_draft, reads_features
+from ..engine.decoding.decoders import SpeculativeDecoder, TargetOnlyDecoder
+from ..engine.decoding.factory import make_decoder
+from ..engine.models.loading import load_pair
 
 
 def _timed(fn):
@@ -126,8 +127,8 @@ def forward_only_round_ms(draft: CachedModel, target: CachedModel, context: list
 
 def engine_twins(pair) -> tuple[object | None, object | None]:
     """Copies of the pair's models as they would run without the engine's CPU choices, for timing only:
-    the target with plain nn.Linear layers where it has rows-first ones (engine/cpu_linear.py), and the draft
-    in the pair's dtype where it computes in bfloat16 (engine/draft_precision.py); None where nothing changed."""
+    the target with plain nn.Linear layers where it has rows-first ones (engine/models/cpu_linear.py), and the draft
+    in the pair's dtype where it computes in bfloat16 (engine/models/draft_precision.py); None where nothing changed."""
     plain_target = None
     if any(isinstance(m, RowsFirstLinear) for m in pair.target.modules()):
         plain_target = copy.deepcopy(pair.target)
@@ -164,7 +165,7 @@ def run_bench(preset=None, draft=None, target=None, device=None, gamma=4, quick=
     prompts = list(pair.examples or ("The",))[: 2 if quick else 4]
     seeds = range(seed, seed + (2 if quick else 4))
     # 2. warm-up: first calls pay one-off allocation costs
-    warm = SpeculativeDecoder(pair, prompts[0], DecodeConfig(**config, seed=seed, record=False))
+    warm = make_decoder(pair, prompts[0], DecodeConfig(**config, seed=seed, record=False))
     warm.run()
     # transformers' assisted generation cannot feed a draft the target's hidden states: no contender then
     with_hf = not reads_features(pair.draft)
@@ -177,7 +178,7 @@ def run_bench(preset=None, draft=None, target=None, device=None, gamma=4, quick=
     records, calls, hf_tokens, hf_s = [], [], 0, 0.0
     for prompt in prompts:
         for s in seeds:
-            spec = SpeculativeDecoder(pair, prompt, DecodeConfig(**config, seed=s, record=False))
+            spec = make_decoder(pair, prompt, DecodeConfig(**config, seed=s, record=False))
             base = TargetOnlyDecoder(pair, prompt, DecodeConfig(**config, seed=s), prefilled=spec)  # one prefill
             spec.run()
             records += spec.records
@@ -343,14 +344,14 @@ def run_drafts_bench(preset=None, draft=None, target=None, device=None, drafts=(
     seeds = range(seed, seed + (2 if quick else 3))
     records = {(c.gamma, c.drafts): [] for c in configs}
     calls = []
-    SpeculativeDecoder(pair, prompts[0], configs[-1]).run()  # warm-up
+    make_decoder(pair, prompts[0], configs[-1]).run()  # warm-up
     for prompt in prompts:
         for s in seeds:
             base = TargetOnlyDecoder(pair, prompt, DecodeConfig(**{**configs[0].__dict__, "seed": s}))
             base.run()
             calls += base.call_s
             for c in configs:
-                spec = SpeculativeDecoder(pair, prompt, DecodeConfig(**{**c.__dict__, "seed": s}))
+                spec = make_decoder(pair, prompt, DecodeConfig(**{**c.__dict__, "seed": s}))
                 spec.run()
                 records[(c.gamma, c.drafts)] += spec.records
     rows = []

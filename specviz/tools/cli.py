@@ -12,9 +12,10 @@ import sys
 
 from ..core.config import DRAFTERS, DecodeConfig
 from ..core.metrics import metric_set
-from ..engine.decoders import DecodingFinished, SpeculativeDecoder, TargetOnlyDecoder
-from ..engine.loading import load_pair
-from ..engine.presets import PRESETS, ModelLoadError
+from ..engine.decoding.decoders import DecodingFinished, SpeculativeDecoder, TargetOnlyDecoder
+from ..engine.decoding.factory import make_decoder
+from ..engine.models.loading import load_pair
+from ..engine.models.presets import PRESETS, ModelLoadError
 
 COLOURS = {"accepted": "\033[32m", "resampled": "\033[33m", "bonus": "\033[36m", "target": ""}
 RESET = "\033[0m"
@@ -63,7 +64,7 @@ def run_stats(decoder) -> dict:
 def cmd_generate(args) -> int:
     config = config_from(args)
     pair = load_pair(args.preset, draft=args.draft, target=args.target, device=args.device)
-    decoder = (TargetOnlyDecoder if args.baseline else SpeculativeDecoder)(pair, args.prompt, config)
+    decoder = (TargetOnlyDecoder if args.baseline else make_decoder)(pair, args.prompt, config)
     steps = decoder.run()
     if args.json:
         out = {"text": decoder.text, "token_ids": decoder.generated_ids,
@@ -230,7 +231,7 @@ def cmd_loadtest(args) -> int:
 
 
 OWN_PARSERS = {"train": "specviz.tools.train", "corpus": "specviz.tools.corpus", "modelcard": "specviz.tools.modelcard",
-               "distill-smollm2": "specviz.tools.distill"}
+               "distill-smollm2": "specviz.tools.distill.cli"}
 
 
 def main(argv=None) -> int:

@@ -15,9 +15,10 @@ import torch
 
 from ..core.config import DecodeConfig
 from ..core.metrics import metric_set
-from ..engine.decoders import SpeculativeDecoder, TargetOnlyDecoder
-from ..engine.loading import load_pair
-from ..engine.presets import NO_COPY
+from ..engine.decoding.decoders import TargetOnlyDecoder
+from ..engine.decoding.factory import make_decoder
+from ..engine.models.loading import load_pair
+from ..engine.models.presets import NO_COPY
 from .bench import _ui_step_ratio
 
 
@@ -37,7 +38,7 @@ def hf_prompt_lookup(pair, prompt_ids: list[int], config: DecodeConfig, seed: in
 def _contenders(pair, prompt: str, config: DecodeConfig, seed: int) -> tuple[list, list[float], int, float]:
     """One prompt and seed: the lookup run's records, the baseline's forward times, transformers' tokens and s."""
     config = DecodeConfig(**{**config.__dict__, "seed": seed})
-    spec = SpeculativeDecoder(pair, prompt, config)
+    spec = make_decoder(pair, prompt, config)
     spec.run()
     base = TargetOnlyDecoder(pair, prompt, config)
     base.run()
@@ -69,7 +70,7 @@ def run_lookup_bench(preset=None, draft=None, target=None, device=None, gamma=4,
     pair = load_pair(preset, draft=draft, target=target, device=device)
     examples = dict(pair.ref.lookup_examples) or {"prompt": "The"}
     seeds = range(seed, seed + (1 if quick else 2))
-    SpeculativeDecoder(pair, next(iter(examples.values())), configs[0]).run()  # warm-up: one-off allocations
+    make_decoder(pair, next(iter(examples.values())), configs[0]).run()  # warm-up: one-off allocations
     hf_prompt_lookup(pair, pair.encode(next(iter(examples.values()))), DecodeConfig(gamma=gamma, max_new_tokens=8), seed)
     by_temperature = []
     for config in configs:

@@ -17,7 +17,7 @@ import torch
 
 from ..core import sampling
 from ..core.warping import warp
-from ..engine.presets import ASSETS
+from ..engine.models.presets import ASSETS
 from .bench import per_call_latency_ms
 from .train import encode, read_works, validation_loss, validation_windows
 
@@ -44,8 +44,8 @@ def mean_alpha(target, draft, windows: torch.Tensor, temperature: float, batch: 
 def cold_start_seconds() -> float:
     """A fresh Python process: import, load the pair from disk, produce the first token."""
     code = ("import time; t0 = time.perf_counter()\n"
-            "from specviz.engine.loading import load_pair\nfrom specviz.core.config import DecodeConfig\n"
-            "from specviz.engine.decoders import SpeculativeDecoder\n"
+            "from specviz.engine.models.loading import load_pair\nfrom specviz.core.config import DecodeConfig\n"
+            "from specviz.engine.decoding.decoders import SpeculativeDecoder\n"
             "pair = load_pair('shakespeare', device='cpu')\n"
             "SpeculativeDecoder(pair, 'ROMEO.', DecodeConfig(max_new_tokens=1)).step()\n"
             "print(time.perf_counter() - t0)")

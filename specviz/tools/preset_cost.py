@@ -1,10 +1,10 @@
 """`specviz bench --preset NAME --random-weights`: what a preset costs per forward, without its weights.
 
-Builds the preset's draft and target from their configs (engine/shapes.py) with random weights,
+Builds the preset's draft and target from their configs (engine/models/shapes.py) with random weights,
 measures in isolation the cached forward of the draft (1 token), of the target (1 token) and of the
 target's verify pass (gamma + 1 tokens) for each gamma, and gives c = draft / target, the weights'
 memory, and the speedup the cost model predicts for typical acceptance rates. On CUDA it measures each
-twice, eager on the dynamic cache and replayed as CUDA graphs on the static one (engine/static_cache.py),
+twice, eager on the dynamic cache and replayed as CUDA graphs on the static one (engine/caches/static_cache.py),
 as the decoders run them:
     speedup(alpha, gamma) = E[tokens per round](alpha, gamma) * target_ms / (gamma * draft_ms + verify_ms(gamma))
 beside Thm 3.8's (1 - alpha^(gamma+1)) / ((1 - alpha)(gamma c + 1)), which assumes verify_ms = target_ms.
@@ -16,11 +16,11 @@ from __future__ import annotations
 import torch
 
 from ..core import theory
-from ..engine.cache import CachedModel
-from ..engine.loading import fit_to_device, pick_device, pick_dtype
-from ..engine.presets import ModelLoadError
-from ..engine.shapes import ARCHITECTURES, random_model
-from ..engine.static_cache import plan as static_plan
+from ..engine.caches.cache import CachedModel
+from ..engine.models.loading import fit_to_device, pick_device, pick_dtype
+from ..engine.models.presets import ModelLoadError
+from ..engine.models.shapes import ARCHITECTURES, random_model
+from ..engine.caches.static_cache import plan as static_plan
 from .bench import per_call_latency_ms
 
 TYPICAL_ALPHAS = (0.6, 0.7, 0.8)

@@ -23,9 +23,9 @@ from pathlib import Path
 from ..core import conventions, rank_analysis, rejections, theory, whatif
 from ..core.config import GAMMA_MAX, DecodeConfig
 from ..core.metrics import metric_set
-from ..engine.loading import load_pair
-from ..engine.run import ComparedRun, RunSettings, WarmRuns
-from ..engine.sweep import temperature_sweep
+from ..engine.models.loading import load_pair
+from ..engine.serving.run import ComparedRun, RunSettings, WarmRuns
+from ..engine.decoding.sweep import temperature_sweep
 from ..present import diagnosis, report_page
 
 

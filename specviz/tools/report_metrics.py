@@ -51,8 +51,8 @@ def read_scrape(source: str) -> str:
 def measured_cost_ratio(preset=None, draft=None, target=None, device=None, tokens: int = 32) -> float:
     """c measured on a pair: one short compared run at gamma 4 (draft forward / target forward)."""
     from ..core.config import DecodeConfig
-    from ..engine.loading import load_pair
-    from ..engine.run import ComparedRun, RunSettings, WarmRuns
+    from ..engine.models.loading import load_pair
+    from ..engine.serving.run import ComparedRun, RunSettings, WarmRuns
 
     pair = load_pair(preset, draft=draft, target=target, device=device)
     prompt = pair.examples[0] if pair.examples else "The"

@@ -29,7 +29,7 @@ import torch
 import torch.nn.functional as F
 from tqdm import tqdm
 
-from ..engine.presets import ASSETS
+from ..engine.models.presets import ASSETS
 
 DEFAULT_OUT = ASSETS
 VALIDATION_WORKS = ("julius_caesar.txt", "twelfth_night.txt")

@@ -78,8 +78,8 @@ def test_step_after_the_end_and_failing_preset_are_messages(pair, monkeypatch):
     for _ in range(12):
         session, view = step_handler(session, "leviathan", *knobs(max_new=6))
     assert "finished" in error_of(view)
-    import specviz.engine.run as run
-    from specviz.engine.presets import ModelLoadError
+    import specviz.engine.serving.run as run
+    from specviz.engine.models.presets import ModelLoadError
 
     def broken(*args, **kwargs):
         raise ModelLoadError("could not load the draft model 'x': offline")
@@ -181,7 +181,7 @@ def test_the_sweep_runs_on_the_context_even_after_the_run_finished(pair):
 def test_a_new_run_says_what_its_graph_captures_took(pair, monkeypatch, lang, said):
     """On CUDA a run's decoders capture their graphs before its first timed step; the Step that starts it says
     how long that took (CPU runs capture nothing and say nothing: the first half of the test)."""
-    from specviz.engine.run import ComparedRun
+    from specviz.engine.serving.run import ComparedRun
 
     _, view = step_handler(Session(), "leviathan", *KNOBS, lang=lang)
     assert said not in view.message

@@ -41,7 +41,8 @@ def test_the_app_meets_zerogpus_startup_contract(tmp_path):
     assert done.returncode == 0, done.stderr[-3000:]
     assert report.get("startup") == "ran", "spaces never saw the launch"
     assert report["imported_before_torch"]
-    assert sorted(report["decorated"]) == ["specviz.engine.race.run_race", "specviz.engine.run.stateless_step"]
+    assert sorted(report["decorated"]) == ["specviz.engine.serving.race.run_race",
+                                           "specviz.engine.serving.run.stateless_step"]
     assert report["cuda_bytes"] > 5_000_000  # the bundled pair's weights (~9 MB in bf16)
     assert report["cuda_threads"] == ["MainThread"]
 
@@ -49,7 +50,7 @@ def test_the_app_meets_zerogpus_startup_contract(tmp_path):
 def test_a_load_on_another_thread_cannot_reach_the_emulated_gpu(tmp_path):
     """What the stand-in enforces: the emulation holds on the importing thread only, so the app's threaded
     load (a step's, with a time limit) fails there, as it would on ZeroGPU."""
-    code = ("import spaces\nfrom specviz.engine.loading import load_pair\n"
+    code = ("import spaces\nfrom specviz.engine.models.loading import load_pair\n"
             "try:\n    load_pair('shakespeare', device='cuda', timeout=120)\nexcept Exception as err:\n"
             "    print('refused:', type(err).__name__)\nelse:\n    print('loaded')\n")
     done, _ = run_on_standin(code, tmp_path)
@@ -58,7 +59,7 @@ def test_a_load_on_another_thread_cannot_reach_the_emulated_gpu(tmp_path):
 
 def test_on_zerogpu_every_offered_pair_stays_loaded(monkeypatch):
     """Each offered pair is packed for the GPU workers at startup, so the pair cache keeps them all."""
-    from specviz.engine.loading import pairs_kept
+    from specviz.engine.models.loading import pairs_kept
     from specviz.engine.settings import Deployment
 
     space = {"SPACES_ZERO_GPU": "true", "SPACE_ID": "a/b", "SPECVIZ_PRESETS": "gpt2,pythia"}

@@ -11,7 +11,7 @@ from specviz.core import rank_analysis, tree
 from specviz.core.config import DecodeConfig
 from specviz.core.metrics import metric_set
 from specviz.core.rejections import wilson
-from specviz.engine.decoders import SpeculativeDecoder
+from specviz.engine.decoding.factory import make_decoder
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
@@ -30,7 +30,7 @@ def test_sibling_chain_gives_the_exact_level_acceptance_of_k_tries(seed):
 def test_ranks_and_predicted_siblings_against_a_measured_two_draft_run(pair):
     prompts = ("ROMEO.\nBut soft", "KING.\nNow is the time", "HAMLET.\nTo be, or not")
     traces = [t for seed in range(3) for p in prompts
-              for t in SpeculativeDecoder(pair, p, DecodeConfig(gamma=4, max_new_tokens=48, seed=seed)).run()]
+              for t in make_decoder(pair, p, DecodeConfig(gamma=4, max_new_tokens=48, seed=seed)).run()]
     ranks = rank_analysis.rank_analysis(traces)
     assert ranks["rejections"] == sum(t.correction.kind == "resampled" for t in traces) > 20
     assert sum(ranks["target_rank_of_rejected"].values()) == ranks["rejections"]
@@ -40,8 +40,8 @@ def test_ranks_and_predicted_siblings_against_a_measured_two_draft_run(pair):
     records = []
     for seed in range(3):
         for p in prompts:
-            decoder = SpeculativeDecoder(pair, p, DecodeConfig(gamma=4, max_new_tokens=48, seed=seed, drafts=2,
-                                                               record=False))
+            decoder = make_decoder(pair, p, DecodeConfig(gamma=4, max_new_tokens=48, seed=seed, drafts=2,
+                                                         record=False))
             decoder.run()
             records += decoder.records
     m = metric_set(records)

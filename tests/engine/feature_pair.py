@@ -7,7 +7,7 @@ import json
 import torch
 
 from specviz.core.config import DecodeConfig
-from specviz.engine.presets import ASSETS
+from specviz.engine.models.presets import ASSETS
 
 SHAPE = dict(model_type="llama", hidden_size=32, intermediate_size=64, num_attention_heads=4, num_key_value_heads=2,
              max_position_embeddings=256, vocab_size=4096, bos_token_id=0, eos_token_id=0, tie_word_embeddings=True)

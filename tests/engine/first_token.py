@@ -4,7 +4,7 @@ from __future__ import annotations
 import torch
 
 from specviz.core.config import DecodeConfig
-from specviz.engine.decoders import SpeculativeDecoder
+from specviz.engine.decoding.factory import make_decoder
 from tests.stats import chi_square_pvalue
 
 
@@ -16,7 +16,7 @@ def first_token_pvalue(pair, prompt: str, config: DecodeConfig, runs: int = 2_00
         expected = config.warp(logits)
     counts = torch.zeros(pair.vocab_size)
     for seed in range(runs):
-        dec = SpeculativeDecoder(pair, prompt, DecodeConfig(**{**config.__dict__, "seed": seed}))
+        dec = make_decoder(pair, prompt, DecodeConfig(**{**config.__dict__, "seed": seed}))
         dec.step()
         counts[dec.generated_ids[0]] += 1
     return chi_square_pvalue(counts.numpy(), expected.double().cpu().numpy())

@@ -4,13 +4,14 @@ from __future__ import annotations
 import torch
 
 from specviz.core.config import DecodeConfig
-from specviz.engine.decoders import SpeculativeDecoder, TargetOnlyDecoder
+from specviz.engine.decoding.decoders import SpeculativeDecoder, TargetOnlyDecoder
+from specviz.engine.decoding.factory import make_decoder
 
 
 def greedy_parity(pair, prompt: str, config: DecodeConfig) -> SpeculativeDecoder:
     """Runs `config` (T = 0) speculatively and target-only, and transformers' greedy generate as the oracle;
     asserts the three agree token for token and returns the speculative decoder."""
-    spec = SpeculativeDecoder(pair, prompt, config)
+    spec = make_decoder(pair, prompt, config)
     spec.run()
     base = TargetOnlyDecoder(pair, prompt, config)
     base.run()

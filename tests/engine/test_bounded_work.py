@@ -6,10 +6,11 @@ from types import SimpleNamespace
 import pytest
 
 from specviz.core.config import DecodeConfig
-from specviz.engine.decoders import SpeculativeDecoder, TargetOnlyDecoder
-from specviz.engine.loading import _context_window
-from specviz.engine.presets import PRESETS, pair_ref, prompt_token_limit
-from specviz.engine.run import ComparedRun, RunSettings
+from specviz.engine.decoding.decoders import SpeculativeDecoder, TargetOnlyDecoder
+from specviz.engine.models.loading import _context_window
+from specviz.engine.models.presets import PRESETS, pair_ref
+from specviz.engine.models.policy import prompt_token_limit
+from specviz.engine.serving.run import ComparedRun, RunSettings
 
 PROMPT = "KING.\nNow is the time to speak of kings and queens, " * 3
 

@@ -1,7 +1,7 @@
-"""engine.cache: cropping after a rejection leaves exactly the accepted prefix's keys and values."""
+"""engine.caches.cache: cropping after a rejection leaves exactly the accepted prefix's keys and values."""
 import torch
 
-from specviz.engine.cache import CachedModel
+from specviz.engine.caches.cache import CachedModel
 
 
 def test_crop_to_keeps_the_prefix_and_the_next_logits_match_a_fresh_pass(pair):

@@ -1,11 +1,11 @@
-"""engine/cpu_linear.py: the same outputs as nn.Linear, the same weight, and only where it is meant to apply."""
+"""engine/models/cpu_linear.py: the same outputs as nn.Linear, the same weight, and only where it is meant to apply."""
 from __future__ import annotations
 
 import pytest
 import torch
 
-from specviz.engine import cpu_linear
-from specviz.engine.cpu_linear import MIN_HEAD_WEIGHTS, RowsFirstLinear, use_rows_first_linears
+from specviz.engine.models import cpu_linear
+from specviz.engine.models.cpu_linear import MIN_HEAD_WEIGHTS, RowsFirstLinear, use_rows_first_linears
 
 
 @pytest.mark.parametrize("bias", [False, True])

@@ -1,4 +1,4 @@
-"""specviz.engine.decoders on the bundled pair: exactness end to end, greedy parity, caches, counters."""
+"""specviz.engine.decoding.decoders on the bundled pair: exactness end to end, greedy parity, caches, counters."""
 from __future__ import annotations
 
 import json
@@ -10,7 +10,7 @@ from specviz.core import theory
 from specviz.core.config import DecodeConfig
 from specviz.core.metrics import metric_set
 from specviz.core.trace import StepTrace
-from specviz.engine.decoders import DecodingFinished, SpeculativeDecoder, TargetOnlyDecoder
+from specviz.engine.decoding.decoders import DecodingFinished, SpeculativeDecoder, TargetOnlyDecoder
 from tests.engine.first_token import first_token_pvalue
 from tests.engine.greedy import greedy_parity
 

@@ -1,4 +1,4 @@
-"""engine/draft_precision.py: a large draft computes in bfloat16 on a bf16 CPU, the target stays float32, and
+"""engine/models/draft_precision.py: a large draft computes in bfloat16 on a bf16 CPU, the target stays float32, and
 the output is still exactly the target's (what q the trace shows, greedy parity, chi-square), on a tiny
 seeded llama pair whose draft shares the target's embeddings and reads its features, as smollm2-local's."""
 from __future__ import annotations
@@ -7,9 +7,10 @@ import pytest
 import torch
 
 from specviz.core.config import DecodeConfig
-from specviz.engine import draft_precision
-from specviz.engine.decoders import SpeculativeDecoder, TargetOnlyDecoder
-from specviz.engine.draft_precision import SharedEmbedding, SharedHead, draft_dtype
+from specviz.engine.models import draft_precision
+from specviz.engine.decoding.decoders import TargetOnlyDecoder
+from specviz.engine.decoding.factory import make_decoder
+from specviz.engine.models.draft_precision import SharedEmbedding, SharedHead, draft_dtype
 from tests.engine.feature_pair import save_feature_pair
 from tests.engine.first_token import first_token_pvalue
 
@@ -17,7 +18,7 @@ from tests.engine.first_token import first_token_pvalue
 @pytest.fixture(scope="module")
 def bf16_pair(tmp_path_factory):
     """The tiny pair loaded as the app loads it, on a CPU said to compute bf16, with the size bar lowered."""
-    from specviz.engine.loading import load_pair
+    from specviz.engine.models.loading import load_pair
 
     draft, target = save_feature_pair(tmp_path_factory.mktemp("bf16-pair"))
     with pytest.MonkeyPatch.context() as mp:
@@ -30,7 +31,7 @@ def bf16_pair(tmp_path_factory):
 @pytest.fixture(scope="module")
 def bf16_token_pair(tmp_path_factory):
     """As bf16_pair, with a draft that shares the target's embeddings and head but reads tokens only."""
-    from specviz.engine.loading import load_pair
+    from specviz.engine.models.loading import load_pair
 
     draft, target = save_feature_pair(tmp_path_factory.mktemp("bf16-token-pair"), features=False)
     with pytest.MonkeyPatch.context() as mp:
@@ -101,7 +102,7 @@ def reference_draft_probs(pair, tokens: list[int], drafted: list[int], config: D
 
 def test_each_q_shown_is_the_bfloat16_drafts_own(bf16_pair):
     config = DecodeConfig(gamma=3, max_new_tokens=40, seed=1)
-    dec = SpeculativeDecoder(bf16_pair, "ROMEO.\nBut soft", config)
+    dec = make_decoder(bf16_pair, "ROMEO.\nBut soft", config)
     checked = 0
     for _ in range(4):
         before = list(dec.tokens)
@@ -118,7 +119,7 @@ def test_each_q_shown_is_the_bfloat16_drafts_own(bf16_pair):
 @pytest.mark.parametrize("drafts", [1, 3])
 def test_greedy_speculative_equals_target_only(bf16_pair, drafts):
     config = DecodeConfig(gamma=3, drafts=drafts, temperature=0, max_new_tokens=30)
-    spec = SpeculativeDecoder(bf16_pair, "HAMLET.\nTo be", config)
+    spec = make_decoder(bf16_pair, "HAMLET.\nTo be", config)
     base = TargetOnlyDecoder(bf16_pair, "HAMLET.\nTo be", config)
     spec.run()
     base.run()
@@ -134,12 +135,12 @@ def test_first_emitted_token_follows_the_float32_target(bf16_pair):
 def test_every_caller_that_feeds_a_bf16_draft_token_ids_works(bf16_token_pair):
     """The decoders, the debugging view's sweep and KL note, and transformers' assisted generation (bench's
     contender) all feed the draft token ids; its shared float32 embeddings hand them on in bfloat16."""
-    from specviz.engine.sweep import next_acceptance, temperature_sweep
+    from specviz.engine.decoding.sweep import next_acceptance, temperature_sweep
     from specviz.tools.bench import hf_assisted
 
     pair = bf16_token_pair
     assert pair.draft_dtype == torch.bfloat16 and pair.draft.model.layers[0].mlp.up_proj.weight.dtype == torch.bfloat16
-    dec = SpeculativeDecoder(pair, "KING.\nNow is", DecodeConfig(gamma=3, max_new_tokens=12, seed=4))
+    dec = make_decoder(pair, "KING.\nNow is", DecodeConfig(gamma=3, max_new_tokens=12, seed=4))
     dec.run()
     assert len(dec.generated_ids) == 12
     tokens = dec.tokens

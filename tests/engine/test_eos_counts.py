@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from specviz.core.config import DecodeConfig
 from specviz.core.metrics import metric_set
-from specviz.engine.decoders import SpeculativeDecoder
+from specviz.engine.decoding.decoders import SpeculativeDecoder
 
 CONFIG = DecodeConfig(gamma=4, max_new_tokens=40, seed=2)
 PROMPT = "ROMEO.\nBut soft"

@@ -1,5 +1,6 @@
-"""Who may load what (findings 1 and 4): presets a deployment offers, and model folders only where the
-server is reachable by its own user; folders are read only when they hold regular files inside them."""
+"""Who may load what (a public server once loaded any preset a visitor named, and read any model folder a
+visitor typed): presets a deployment offers, and model folders only where the server is reachable by its own
+user; folders are read only when they hold regular files inside them."""
 from __future__ import annotations
 
 import os
@@ -8,7 +9,8 @@ import threading
 
 import pytest
 
-from specviz.engine import presets, settings
+from specviz.engine import settings
+from specviz.engine.models import policy, presets
 
 EXPOSURES = [({"SPACE_ID": "someone/specviz"}, True), ({"GRADIO_SERVER_NAME": "0.0.0.0"}, True),
              ({"GRADIO_SERVER_NAME": "192.168.1.5"}, True), ({"GRADIO_SHARE": "True"}, True),
@@ -33,35 +35,35 @@ def space(monkeypatch):
 
 
 def test_a_space_offers_the_default_preset_only_unless_told(space):
-    assert presets.offered_presets() == ["shakespeare"]
-    assert presets.visitor_pair("shakespeare").name == "shakespeare"
+    assert policy.offered_presets() == ["shakespeare"]
+    assert policy.visitor_pair("shakespeare").name == "shakespeare"
     with pytest.raises(presets.ModelLoadError, match=r"'qwen2\.5' is not offered here.*SPECVIZ_PRESETS"):
-        presets.visitor_pair("qwen2.5")
+        policy.visitor_pair("qwen2.5")
     space.setenv("SPECVIZ_PRESETS", "gpt2, pythia")
-    assert presets.offered_presets() == ["shakespeare", "gpt2", "pythia"]  # the default is always offered
-    assert presets.visitor_pair("gpt2").name == "gpt2"
+    assert policy.offered_presets() == ["shakespeare", "gpt2", "pythia"]  # the default is always offered
+    assert policy.visitor_pair("gpt2").name == "gpt2"
     space.setenv("SPECVIZ_PRESETS", "gpt2, gpt5")
     with pytest.raises(presets.ModelLoadError, match="SPECVIZ_PRESETS names.*gpt5"):
-        presets.offered_presets()
+        policy.offered_presets()
 
 
 @pytest.mark.parametrize("name", ["nope", ["shakespeare"], {"a": 1}, 7])
 def test_an_unknown_preset_lists_only_what_this_server_offers(space, name):
     space.setenv("SPECVIZ_PRESETS", "shakespeare, gpt2")
     with pytest.raises(presets.ModelLoadError) as err:
-        presets.visitor_pair(name)
+        policy.visitor_pair(name)
     assert str(err.value) == f"unknown preset {name!r}; choose one of ['shakespeare', 'gpt2']"
 
 
 def test_locally_every_preset_is_offered(monkeypatch):
     for name in ("SPACE_ID", "GRADIO_SERVER_NAME", "GRADIO_SHARE", "SPECVIZ_PRESETS"):
         monkeypatch.delenv(name, raising=False)
-    assert presets.offered_presets() == list(presets.PRESETS)
+    assert policy.offered_presets() == list(presets.PRESETS)
 
 
 def test_a_step_naming_a_preset_not_offered_loads_nothing(space, pair):
     from specviz.app.handlers import step_handler
-    from specviz.engine.run import RunSettings
+    from specviz.engine.serving.run import RunSettings
     from specviz.present.views import Session
 
     loads = []
@@ -79,12 +81,12 @@ def test_an_exposed_server_reads_no_folder_and_says_the_same_whether_it_exists(m
     messages = []
     for folder in (tmp_path / "real", tmp_path / "nothing", "/etc", "../../etc/passwd"):
         with pytest.raises(presets.ModelLoadError, match="SPECVIZ_ALLOW_MODEL_FOLDERS") as err:
-            presets.custom_pair(str(folder), "gpt2")
+            policy.custom_pair(str(folder), "gpt2")
         messages.append(str(err.value))
     assert messages[0].replace("real", "X") == messages[1].replace("nothing", "X")
     assert str(tmp_path) not in " ".join(messages)
     monkeypatch.setenv("SPECVIZ_ALLOW_MODEL_FOLDERS", "1")
-    ref = presets.custom_pair(str(presets.ASSETS / "shakespeare-draft"), str(presets.ASSETS / "shakespeare-target"))
+    ref = policy.custom_pair(str(presets.ASSETS / "shakespeare-draft"), str(presets.ASSETS / "shakespeare-target"))
     assert ref.draft.endswith("shakespeare-draft")
 
 
@@ -100,7 +102,7 @@ def refused(folder) -> str:
 
     def check():
         try:
-            presets.check_model_folder(str(folder), "draft")
+            policy.check_model_folder(str(folder), "draft")
             out["message"] = ""
         except presets.ModelLoadError as err:
             out["message"] = str(err)
@@ -135,7 +137,7 @@ def test_a_pickle_checkpoint_is_a_one_line_error(tmp_path):
     """A folder whose weights are a pickle (pytorch_model.bin) that torch's safe loader refuses."""
     import pickle
 
-    from specviz.engine import loading
+    from specviz.engine.models import loading
 
     folder = model_folder(tmp_path, "pickled")
     (folder / "model.safetensors").unlink()

@@ -1,4 +1,4 @@
-"""A draft that reads the target's hidden states (engine/feature_draft.py), on tiny seeded llama models:
+"""A draft that reads the target's hidden states (engine/decoding/feature_draft.py), on tiny seeded llama models:
 what it is fed, that its cache never keeps a position computed from its own guess, and that the output
 is still exactly the target's (greedy parity, chi-square)."""
 from __future__ import annotations
@@ -9,8 +9,9 @@ import pytest
 import torch
 
 from specviz.core.config import DecodeConfig
-from specviz.engine.decoders import SpeculativeDecoder, TargetOnlyDecoder
-from specviz.engine.feature_draft import FeatureDraft
+from specviz.engine.decoding.decoders import TargetOnlyDecoder
+from specviz.engine.decoding.factory import make_decoder
+from specviz.engine.decoding.feature_draft import FeatureDraft
 from tests.engine.feature_pair import reference_draft_probs, save_feature_pair
 from tests.engine.first_token import first_token_pvalue
 
@@ -18,14 +19,14 @@ from tests.engine.first_token import first_token_pvalue
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory):
     """A 2-layer llama target and a 1-layer draft reading its features, saved and loaded as the app loads pairs."""
-    from specviz.engine.loading import load_pair
+    from specviz.engine.models.loading import load_pair
 
     draft, target = save_feature_pair(tmp_path_factory.mktemp("feature-pair"))
     return load_pair(draft=draft, target=target, device="cpu")
 
 
 def test_the_pair_loads_with_its_feature_layer_and_the_decoder_uses_it(tiny):
-    dec = SpeculativeDecoder(tiny, "ROMEO.", DecodeConfig(gamma=3, max_new_tokens=12))
+    dec = make_decoder(tiny, "ROMEO.", DecodeConfig(gamma=3, max_new_tokens=12))
     assert isinstance(dec.draft, FeatureDraft) and dec.target.keep_features
     assert tiny.draft.get_input_embeddings() is tiny.target.get_input_embeddings()
     assert not TargetOnlyDecoder(tiny, "ROMEO.", DecodeConfig(max_new_tokens=2)).target.keep_features
@@ -34,7 +35,7 @@ def test_the_pair_loads_with_its_feature_layer_and_the_decoder_uses_it(tiny):
 @pytest.mark.parametrize("static", [False, True], ids=["dynamic-cache", "static-cache"])
 def test_the_draft_reads_the_targets_features_then_its_own_guesses(tiny, static):
     config = DecodeConfig(gamma=3, max_new_tokens=40, seed=1)
-    dec = SpeculativeDecoder(tiny, "ROMEO.\nBut soft", config, static_cache=static)
+    dec = make_decoder(tiny, "ROMEO.\nBut soft", config, static_cache=static)
     assert (dec.draft.static is not None) == static
     checked = 0
     for _ in range(5):
@@ -53,7 +54,7 @@ def test_the_draft_reads_the_targets_features_then_its_own_guesses(tiny, static)
 
 @pytest.mark.parametrize("static", [False, True], ids=["dynamic-cache", "static-cache"])
 def test_the_cache_keeps_no_position_computed_from_a_guess(tiny, static):
-    dec = SpeculativeDecoder(tiny, "KING.\nNow is", DecodeConfig(gamma=4, max_new_tokens=40, seed=2), static_cache=static)
+    dec = make_decoder(tiny, "KING.\nNow is", DecodeConfig(gamma=4, max_new_tokens=40, seed=2), static_cache=static)
     accepted = 0
     for _ in range(6):
         trace = dec.step()
@@ -66,7 +67,7 @@ def test_the_cache_keeps_no_position_computed_from_a_guess(tiny, static):
 @pytest.mark.parametrize("drafts,static", [(1, False), (3, False), (1, True)])
 def test_greedy_speculative_equals_target_only(tiny, drafts, static):
     config = DecodeConfig(gamma=3, drafts=drafts, temperature=0, max_new_tokens=30)
-    spec = SpeculativeDecoder(tiny, "HAMLET.\nTo be", config, static_cache=static)
+    spec = make_decoder(tiny, "HAMLET.\nTo be", config, static_cache=static)
     base = TargetOnlyDecoder(tiny, "HAMLET.\nTo be", config, static_cache=static)
     spec.run()
     base.run()
@@ -82,7 +83,7 @@ def test_first_emitted_token_follows_the_target(tiny):
 def test_the_sweep_and_the_kl_note_feed_the_draft_the_targets_features(tiny):
     """The debugging view's acceptance figures for such a draft are those of the first drafted position:
     its q reads the target's feature, not the token alone."""
-    from specviz.engine.sweep import next_acceptance, temperature_sweep
+    from specviz.engine.decoding.sweep import next_acceptance, temperature_sweep
 
     config = DecodeConfig(temperature=1.0)
     tokens = tiny.encode("ROMEO.\nBut soft")
@@ -97,11 +98,11 @@ def test_the_sweep_and_the_kl_note_feed_the_draft_the_targets_features(tiny):
 
 def test_a_forked_decoder_continues_as_a_fresh_one_with_that_seed(tiny):
     config = DecodeConfig(gamma=3, max_new_tokens=20, seed=5)
-    base = SpeculativeDecoder(tiny, "ROMEO.\nBut soft", config)
+    base = make_decoder(tiny, "ROMEO.\nBut soft", config)
     base.step()
     twin = base.fork(seed=11)
     twin.run()
-    fresh = SpeculativeDecoder(tiny, "ROMEO.\nBut soft", config)
+    fresh = make_decoder(tiny, "ROMEO.\nBut soft", config)
     fresh.step()
     fresh.generator.manual_seed(11)
     fresh.run()
@@ -113,8 +114,8 @@ def test_a_shared_file_must_be_a_plain_file_of_the_drafts_own_folder(tiny, tmp_p
     """A folder a visitor names may not make the server read a file elsewhere through specviz_shared.json."""
     import shutil
 
-    from specviz.engine.loading import load_pair
-    from specviz.engine.presets import ModelLoadError
+    from specviz.engine.models.loading import load_pair
+    from specviz.engine.models.presets import ModelLoadError
 
     source = tiny.ref.draft
     draft = tmp_path / "draft"
@@ -131,8 +132,8 @@ def test_a_feature_layer_of_the_wrong_shape_is_refused_at_load(tiny, tmp_path):
 
     from safetensors.torch import save_file
 
-    from specviz.engine.loading import load_pair
-    from specviz.engine.presets import ModelLoadError
+    from specviz.engine.models.loading import load_pair
+    from specviz.engine.models.presets import ModelLoadError
 
     draft = tmp_path / "draft"
     shutil.copytree(tiny.ref.draft, draft)

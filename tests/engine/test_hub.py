@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from specviz.engine.presets import ASSETS
+from specviz.engine.models.presets import ASSETS
 
 COMMIT = "0123456789abcdef0123456789abcdef01234567"
 CHAT = ("{% for m in messages %}<{{ m['role'] }}>{{ m['content'] }}\n{% endfor %}"
@@ -89,7 +89,8 @@ def test_repo_ids_load_from_the_cache_and_step(hub_home):
 def test_a_target_with_a_chat_template_wraps_custom_pair_prompts(hub_home):
     out = generate(hub_home, "--draft", "tiny/draft", "--target", "tiny/target", "--seed", "2")
     assert out.returncode == 0, out.stderr[-1500:]
-    code = ("import sys; from specviz.engine.loading import load_pair; p = load_pair(draft='tiny/draft', target='tiny/target'); "
+    code = ("import sys; from specviz.engine.models.loading import load_pair; "
+            "p = load_pair(draft='tiny/draft', target='tiny/target'); "
             "print(p.tokenizer.decode(p.encode('KING.')))")
     env = {**os.environ, "HF_HOME": str(hub_home), "HF_HUB_OFFLINE": "1"}
     shown = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, env=env)

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from specviz.engine import loading, presets
+from specviz.engine.models import loading, policy, presets
 
 
 @pytest.mark.parametrize("native_bf16, expected", [(True, torch.bfloat16), (False, torch.float16)])
@@ -68,16 +68,16 @@ def test_own_models_follow_the_deployment_policy(monkeypatch):
     monkeypatch.setenv("SPACE_ID", "someone/specviz")
     monkeypatch.delenv("SPECVIZ_ALLOW_CUSTOM_MODELS", raising=False)
     with pytest.raises(presets.ModelLoadError, match="SPECVIZ_ALLOW_CUSTOM_MODELS"):
-        presets.custom_pair(str(presets.ASSETS / "shakespeare-draft"), str(presets.ASSETS / "shakespeare-target"))
+        policy.custom_pair(str(presets.ASSETS / "shakespeare-draft"), str(presets.ASSETS / "shakespeare-target"))
     monkeypatch.setenv("SPECVIZ_ALLOW_CUSTOM_MODELS", "1")  # hub ids only: a Space's folders stay closed
     with pytest.raises(presets.ModelLoadError, match="SPECVIZ_ALLOW_MODEL_FOLDERS"):
-        presets.custom_pair(str(presets.ASSETS / "shakespeare-draft"), str(presets.ASSETS / "shakespeare-target"))
+        policy.custom_pair(str(presets.ASSETS / "shakespeare-draft"), str(presets.ASSETS / "shakespeare-target"))
     monkeypatch.setenv("SPECVIZ_ALLOW_MODEL_FOLDERS", "1")
     monkeypatch.setenv("SPECVIZ_MAX_CUSTOM_PARAMS", "1000000")
     with pytest.raises(presets.ModelLoadError, match="cap"):  # the 16x128 target has ~3.7M parameters
-        presets.custom_pair(str(presets.ASSETS / "shakespeare-draft"), str(presets.ASSETS / "shakespeare-target"))
+        policy.custom_pair(str(presets.ASSETS / "shakespeare-draft"), str(presets.ASSETS / "shakespeare-target"))
     monkeypatch.setenv("SPECVIZ_MAX_CUSTOM_PARAMS", "1e9")
-    ref = presets.custom_pair(str(presets.ASSETS / "shakespeare-draft"), str(presets.ASSETS / "shakespeare-target"))
+    ref = policy.custom_pair(str(presets.ASSETS / "shakespeare-draft"), str(presets.ASSETS / "shakespeare-target"))
     assert ref.chat is None and ref.target.endswith("shakespeare-target")
 
 
@@ -89,7 +89,7 @@ def test_bad_devices_and_dtypes_are_one_line_errors():
         loading.pick_dtype(torch.device("cpu"), "float7")
 
 
-# ------------------------------------------------------------------ finding 1: one owner of the weights
+# ------------------------------------------------------------------ one owner of the weights (one loaded copy per pair)
 
 
 def bundled_copy(tmp_path, name: str):
@@ -140,7 +140,7 @@ def test_an_evicted_pair_is_let_go_by_its_runs_and_reloaded_on_their_next_step(t
     """SPECVIZ_MAX_PAIRS=1: loading B drops A, the warm run on A hibernates (A's weights are freed: no
     copy outlives the cache), and its next Step reloads A and goes on exactly as an undisturbed run."""
     from specviz.core.config import DecodeConfig
-    from specviz.engine.run import ComparedRun, RunSettings
+    from specviz.engine.serving.run import ComparedRun, RunSettings
 
     monkeypatch.setenv("SPECVIZ_MAX_PAIRS", "1")
     a, b = bundled_copy(tmp_path, "a"), bundled_copy(tmp_path, "b")
@@ -179,14 +179,14 @@ def test_the_size_check_counts_what_the_model_cards_publish():
                        num_key_value_heads=2, vocab_size=151936, tie_word_embeddings=True)
     gpt2 = GPT2Config(n_embd=1600, n_layer=48, n_head=25, vocab_size=50257)
     for config, published in ((qwen, 3085.9e6), (gpt2, 1557.6e6)):
-        assert presets.estimated_params(config) == pytest.approx(published, abs=0.1e6)
+        assert policy.estimated_params(config) == pytest.approx(published, abs=0.1e6)
         config.model_type = "unknown-to-transformers"  # from_config refuses: the formula answers
-        assert 0.98 * published <= presets.estimated_params(config) <= 1.15 * published
+        assert 0.98 * published <= policy.estimated_params(config) <= 1.15 * published
 
 
 def test_a_slow_load_fails_in_time_and_is_cached_when_it_ends(monkeypatch):
     from specviz.core.config import DecodeConfig
-    from specviz.engine.run import RunSettings
+    from specviz.engine.serving.run import RunSettings
 
     made = []
 
@@ -252,7 +252,7 @@ def test_a_pair_whose_float16_logits_overflow_moves_to_float32_and_says_so(tmp_p
 
 
 def test_a_pair_whose_float16_logits_overflow_is_refused_where_float32_does_not_fit(tmp_path, monkeypatch):
-    fp16_bytes = 2 * sum(presets.estimated_params(presets.read_config(m, r)) for r, m in
+    fp16_bytes = 2 * sum(policy.estimated_params(policy.read_config(m, r)) for r, m in
                          (("draft", presets.PRESETS["shakespeare"].draft), ("target", presets.PRESETS["shakespeare"].target)))
     monkeypatch.setattr(loading, "free_memory", lambda device: int(fp16_bytes * 1.5))  # float16 fits, float32 not
     with pytest.raises(presets.ModelLoadError, match=r"target model's float16 logits are not finite .* and in "

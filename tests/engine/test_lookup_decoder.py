@@ -5,8 +5,8 @@ import pytest
 
 from specviz.core.config import DecodeConfig
 from specviz.core.trace import StepTrace
-from specviz.engine.decoders import SpeculativeDecoder
-from specviz.engine.lookup_decoder import LookupDecoder
+from specviz.engine.decoding.factory import make_decoder
+from specviz.engine.decoding.lookup_decoder import LookupDecoder
 from tests.engine.first_token import first_token_pvalue
 from tests.engine.greedy import greedy_parity
 
@@ -29,12 +29,12 @@ def test_first_sampled_token_follows_the_target_when_copied_drafts_are_verified(
     """N = 2,000 seeded one-round runs at T = 1 whose round verifies a copied draft; chi-square p > 1e-3
     against the target's next-token distribution from a plain forward pass."""
     config = lookup(gamma=4, max_new_tokens=1, record=False)
-    assert len(SpeculativeDecoder(pair, REPEATED, lookup(gamma=4)).step().positions) == 3
+    assert len(make_decoder(pair, REPEATED, lookup(gamma=4)).step().positions) == 3
     assert first_token_pvalue(pair, REPEATED, config) > 1e-3
 
 
 def test_a_copied_round_shows_q_at_one_accept_chance_p_and_the_residual_p_without_x(pair):
-    dec = SpeculativeDecoder(pair, REPEATED, lookup(gamma=4, seed=1, max_new_tokens=40))
+    dec = make_decoder(pair, REPEATED, lookup(gamma=4, seed=1, max_new_tokens=40))
     seen_rejection = False
     while not dec.finished and not seen_rejection:
         trace = dec.step()
@@ -53,7 +53,7 @@ def test_a_copied_round_shows_q_at_one_accept_chance_p_and_the_residual_p_withou
 
 
 def test_the_trace_says_where_the_drafts_were_copied_from(pair):
-    trace = SpeculativeDecoder(pair, REPEATED, lookup(gamma=4)).step()
+    trace = make_decoder(pair, REPEATED, lookup(gamma=4)).step()
     assert trace.lookup.ngram == 1 and trace.lookup.start == 1 and trace.lookup.in_prompt
     assert trace.lookup.matched == ["KING"] and trace.lookup.copied == [".", "\n", "KING"]
     assert [p.draft_text for p in trace.positions] == trace.lookup.copied
@@ -61,7 +61,7 @@ def test_the_trace_says_where_the_drafts_were_copied_from(pair):
 
 
 def test_no_earlier_match_proposes_nothing_and_the_round_is_one_target_pass(pair):
-    dec = SpeculativeDecoder(pair, "KING", lookup(gamma=4))
+    dec = make_decoder(pair, "KING", lookup(gamma=4))
     trace = dec.step()
     assert trace.positions == [] and trace.lookup.ngram == 0
     assert [e.kind for e in trace.emitted] == ["bonus"] and trace.correction.kind == "bonus"
@@ -70,14 +70,14 @@ def test_no_earlier_match_proposes_nothing_and_the_round_is_one_target_pass(pair
 
 
 def test_looking_in_the_prompt_only_copies_from_the_prompt(pair):
-    dec = SpeculativeDecoder(pair, PROMPTS[2], lookup(gamma=4, lookup_source="prompt", max_new_tokens=48, seed=2))
+    dec = make_decoder(pair, PROMPTS[2], lookup(gamma=4, lookup_source="prompt", max_new_tokens=48, seed=2))
     traces = dec.run()
     assert all(t.lookup.in_prompt for t in traces if t.lookup.ngram)
     assert any(t.lookup.ngram for t in traces)
 
 
 def test_a_model_drafted_trace_keeps_its_old_fields(pair):
-    data = SpeculativeDecoder(pair, PROMPTS[0], DecodeConfig(gamma=2)).step().to_dict()
+    data = make_decoder(pair, PROMPTS[0], DecodeConfig(gamma=2)).step().to_dict()
     assert "drafter" not in data and "lookup" not in data
 
 
@@ -87,19 +87,19 @@ def test_a_model_drafted_trace_keeps_its_old_fields(pair):
 def test_the_card_and_narration_tell_a_copied_round_and_an_empty_one(pair, lang, none_said, none_told):
     from specviz.present import render
 
-    copied = SpeculativeDecoder(pair, REPEATED, lookup(gamma=4)).step()
+    copied = make_decoder(pair, REPEATED, lookup(gamma=4)).step()
     card = render.step_card(copied, lang=lang)
     assert '<mark class="lookup-copied">.⏎KING</mark>' in card and '<mark class="lookup-ngram">KING</mark>' in card
     assert "min(1, p/1) = p(x) = " in card  # the accept chance is p(x): q = 1
     assert "“KING”" in render.narration(copied, lang=lang)
-    empty = SpeculativeDecoder(pair, "KING", lookup(gamma=4)).step()
+    empty = make_decoder(pair, "KING", lookup(gamma=4)).step()
     assert none_said in render.step_card(empty, lang=lang) and none_told in render.narration(empty, lang=lang)
 
 
 def test_a_round_with_nothing_copied_shows_no_verify_table_and_no_accepted_drafts(pair):
     from specviz.present import render
 
-    card = render.step_card(SpeculativeDecoder(pair, "KING", lookup(gamma=4)).step())
+    card = render.step_card(make_decoder(pair, "KING", lookup(gamma=4)).step())
     assert 'class="verify"' not in card and "drafts accepted" not in card
     assert "nothing to verify" in card
 
@@ -108,15 +108,15 @@ def test_the_counters_count_no_draft_forward_for_copied_drafts(pair):
     from specviz.core.metrics import metric_set
     from specviz.present import render
 
-    dec = SpeculativeDecoder(pair, REPEATED, lookup(gamma=4))
+    dec = make_decoder(pair, REPEATED, lookup(gamma=4))
     dec.step()
     html = render.counters_html(metric_set(dec.records, [0.01] * 3), "cpu", False, 3, 1, lookup=True)
     assert "<td>draft passes</td><td><b>0</b></td>" in html
 
 
 def test_a_lookup_run_steps_in_the_run_layer_and_counts_only_target_caches(pair):
-    from specviz.engine.presets import pair_ref
-    from specviz.engine.run import ComparedRun, RunSettings
+    from specviz.engine.models.presets import pair_ref
+    from specviz.engine.serving.run import ComparedRun, RunSettings
 
     run = ComparedRun(RunSettings(pair=pair_ref("shakespeare"), prompt=REPEATED, config=lookup(gamma=4), device="cpu"),
                       stateless=False)

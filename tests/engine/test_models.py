@@ -8,8 +8,8 @@ import pytest
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
-from specviz.engine.loading import check_compatible, load_pair
-from specviz.engine.presets import ASSETS, ModelLoadError
+from specviz.engine.models.loading import check_compatible, load_pair
+from specviz.engine.models.presets import ASSETS, ModelLoadError
 
 
 @pytest.mark.parametrize("name", ["shakespeare-target", "shakespeare-draft"])

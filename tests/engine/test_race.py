@@ -1,14 +1,14 @@
-"""specviz.engine.race: both sides decoded to the end, each alone, with the time each token was ready."""
+"""specviz.engine.serving.race: both sides decoded to the end, each alone, with the time each token was ready."""
 from __future__ import annotations
 
 import threading
 
 from specviz.core.config import DecodeConfig
 from specviz.core.trace import StepRecord
-from specviz.engine.decoders import SpeculativeDecoder, TargetOnlyDecoder
-from specviz.engine.presets import pair_ref
-from specviz.engine.race import SPECULATIVE, TARGET_ONLY, round_kinds, run_race
-from specviz.engine.run import TIMED, RunSettings
+from specviz.engine.decoding.decoders import SpeculativeDecoder, TargetOnlyDecoder
+from specviz.engine.models.presets import pair_ref
+from specviz.engine.serving.race import SPECULATIVE, TARGET_ONLY, round_kinds, run_race
+from specviz.engine.serving.run import TIMED, RunSettings
 
 PROMPT = "KING.\nNow is the time"
 

@@ -1,4 +1,4 @@
-"""specviz.engine.run: the compared run, its fair timing order, and stepping across a ZeroGPU-like boundary."""
+"""specviz.engine.serving.run: the compared run, its fair timing order, and stepping across a ZeroGPU-like boundary."""
 from __future__ import annotations
 
 import os
@@ -9,9 +9,9 @@ import types
 import pytest
 
 from specviz.core.config import DecodeConfig
-from specviz.engine import run as run_module
-from specviz.engine.presets import pair_ref
-from specviz.engine.run import ComparedRun, RunSettings, WarmRuns
+from specviz.engine.serving import run as run_module
+from specviz.engine.models.presets import pair_ref
+from specviz.engine.serving.run import ComparedRun, RunSettings, WarmRuns
 
 SETTINGS = RunSettings(pair=pair_ref("shakespeare"), prompt="KING.\nNow is the time",
                        config=DecodeConfig(gamma=4, max_new_tokens=60, seed=3), device="cpu")

@@ -1,8 +1,8 @@
-"""engine.shapes: each hub preset's shape gives the parameter count its model card publishes."""
+"""engine.models.shapes: each hub preset's shape gives the parameter count its model card publishes."""
 import pytest
 
-from specviz.engine.presets import PRESETS
-from specviz.engine.shapes import ARCHITECTURES, parameter_count
+from specviz.engine.models.presets import PRESETS
+from specviz.engine.models.shapes import ARCHITECTURES, parameter_count
 
 PUBLISHED = {  # preset -> (draft, target) parameters, in millions, as the model cards state them
     "smollm2": (134.5, 1711.4), "qwen2.5": (494.0, 3085.9), "gpt2": (124.4, 1557.6), "pythia": (70.4, 1414.6)}

@@ -11,16 +11,16 @@ import pytest
 import torch
 
 from specviz.core.config import DecodeConfig
-from specviz.engine import smollm2
-from specviz.engine.decoders import SpeculativeDecoder
-from specviz.engine.feature_draft import reads_features
-from specviz.engine.presets import ASSETS, PRESETS
+from specviz.engine.models import smollm2
+from specviz.engine.decoding.decoders import SpeculativeDecoder
+from specviz.engine.decoding.feature_draft import reads_features
+from specviz.engine.models.presets import ASSETS, PRESETS
 from tests.stats import chi_square_pvalue
 
 
 @pytest.fixture(scope="module")
 def local():
-    from specviz.engine.loading import load_pair
+    from specviz.engine.models.loading import load_pair
 
     return load_pair("smollm2-local", device="cpu")
 
@@ -50,8 +50,8 @@ def test_the_draft_ships_only_what_it_does_not_share(local):
 
 
 def test_on_a_bf16_cpu_the_draft_computes_in_bfloat16_and_the_target_in_float32(local):
-    from specviz.engine.cpu_linear import RowsFirstLinear
-    from specviz.engine.draft_precision import cpu_computes_bf16
+    from specviz.engine.models.cpu_linear import RowsFirstLinear
+    from specviz.engine.models.draft_precision import cpu_computes_bf16
 
     assert all(p.dtype == torch.float32 for p in local.target.parameters())
     expected = torch.bfloat16 if cpu_computes_bf16() else torch.float32

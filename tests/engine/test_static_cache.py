@@ -1,4 +1,4 @@
-"""engine.static_cache: the fixed-size KV cache the CUDA-graph path runs on gives the dynamic cache's logits,
+"""engine.caches.static_cache: the fixed-size KV cache the CUDA-graph path runs on gives the dynamic cache's logits,
 moves positions (not shapes) after a rejection, and leaves the output law the target's.
 
 On the CPU the static forward runs eagerly; with SPECVIZ_TEST_DEVICE=cuda the same tests run it as
@@ -9,11 +9,12 @@ import pytest
 import torch
 
 from specviz.core.config import DecodeConfig
-from specviz.engine import static_cache
-from specviz.engine.cache import CachedModel
-from specviz.engine.decoders import SpeculativeDecoder, TargetOnlyDecoder
+from specviz.engine.caches import static_cache
+from specviz.engine.caches.cache import CachedModel
+from specviz.engine.decoding.decoders import TargetOnlyDecoder
+from specviz.engine.decoding.factory import make_decoder
 from specviz.engine.settings import Deployment
-from specviz.engine.shapes import ARCHITECTURES, random_model
+from specviz.engine.models.shapes import ARCHITECTURES, random_model
 from tests.stats import chi_square_pvalue
 
 def assert_close(a: torch.Tensor, b: torch.Tensor, what: str) -> None:
@@ -73,7 +74,7 @@ def test_a_static_decoder_draws_the_same_tokens_as_a_dynamic_one(pair, temperatu
     """Same seed, same prompt: the same logits up to rounding give the same draws (at T = 0, greedy parity
     with the baseline as well)."""
     config = DecodeConfig(gamma=gamma, temperature=temperature, max_new_tokens=40, seed=7)
-    runs = [SpeculativeDecoder(pair, "KING.\nNow", config, static_cache=flag) for flag in (False, True)]
+    runs = [make_decoder(pair, "KING.\nNow", config, static_cache=flag) for flag in (False, True)]
     for run in runs:
         run.run()
     assert runs[0].target.static is None and runs[1].target.static is not None
@@ -89,7 +90,7 @@ def test_the_token_after_rejections_follows_the_target_law_with_a_static_cache(p
     rejected a draft (so stale keys sit past its length); chi-square p > 1e-3 of the first token each
     emits against the target's law at that position, from a plain forward."""
     config = DecodeConfig(gamma=3, max_new_tokens=60, seed=1, record=False)
-    start = SpeculativeDecoder(pair, "HAMLET.\nTo be, or not", config, static_cache=True)
+    start = make_decoder(pair, "HAMLET.\nTo be, or not", config, static_cache=True)
     while start.counters.accepted == start.counters.examined:
         start.step()
     stale = start.target.cache.layers[0].keys[0, :, start.target.seen]  # a rejected draft's keys, never read
@@ -105,7 +106,7 @@ def test_the_token_after_rejections_follows_the_target_law_with_a_static_cache(p
 
 
 def test_several_drafts_keep_the_dynamic_cache(pair):
-    tree = SpeculativeDecoder(pair, "KING.\nNow", DecodeConfig(gamma=2, drafts=3, max_new_tokens=8), static_cache=True)
+    tree = make_decoder(pair, "KING.\nNow", DecodeConfig(gamma=2, drafts=3, max_new_tokens=8), static_cache=True)
     tree.step()
     assert tree.cache_kind == "dynamic" and tree.graphs_off == "several drafts share one cache"
 
@@ -132,7 +133,7 @@ def test_attention_without_a_known_mask_is_not_run_static(pair, monkeypatch):
     monkeypatch.setattr(pair.target.config, "_attn_implementation", "flash_attention_2")
     assert "attention implementation 'flash_attention_2'" in static_cache.unsupported_reason(pair.target)
     with pytest.raises(ValueError, match="static_cache=True cannot run this pair: attention implementation"):
-        SpeculativeDecoder(pair, "KING.", DecodeConfig(max_new_tokens=4), static_cache=True)
+        make_decoder(pair, "KING.", DecodeConfig(max_new_tokens=4), static_cache=True)
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA graphs need a CUDA device")
@@ -141,15 +142,15 @@ def test_on_cuda_the_decoders_replay_captured_graphs(pair, monkeypatch):
     if pair.device.type != "cuda":
         pytest.skip("run with SPECVIZ_TEST_DEVICE=cuda")
     config = DecodeConfig(gamma=4, temperature=0, max_new_tokens=40)
-    spec = SpeculativeDecoder(pair, "KING.\nNow", config)
+    spec = make_decoder(pair, "KING.\nNow", config)
     assert spec.cache_kind == "cuda graphs", spec.target.static.graph_error or spec.graphs_off
     assert set(spec.target.static.captured) == {5} and spec.capture_s > 0
     spec.run()
-    eager = SpeculativeDecoder(pair, "KING.\nNow", config, static_cache=False)
+    eager = make_decoder(pair, "KING.\nNow", config, static_cache=False)
     eager.run()
     assert spec.generated_ids == eager.generated_ids
     monkeypatch.setenv("SPECVIZ_CUDA_GRAPHS", "0")
-    assert SpeculativeDecoder(pair, "KING.\nNow", config).cache_kind == "dynamic"
+    assert make_decoder(pair, "KING.\nNow", config).cache_kind == "dynamic"
 
 
 @pytest.mark.parametrize("preset", sorted(ARCHITECTURES))
@@ -188,7 +189,7 @@ def test_a_crop_outside_inference_mode_moves_write_positions_made_inside_it(pair
 def test_the_cache_kind_names_each_model_when_they_differ(pair):
     """A draft whose capture failed runs eagerly while the target replays graphs: the report says both,
     never "cuda graphs" alone (faked on the CPU by giving the target a captured entry)."""
-    spec = SpeculativeDecoder(pair, "KING.\nNow", DecodeConfig(gamma=2, max_new_tokens=4), static_cache=True)
+    spec = make_decoder(pair, "KING.\nNow", DecodeConfig(gamma=2, max_new_tokens=4), static_cache=True)
     assert spec.cache_kinds == {"draft": "static", "target": "static"} and spec.cache_kind == "static"
     spec.target.static.captured[3] = object()
     assert spec.cache_kinds == {"draft": "static", "target": "cuda graphs"}

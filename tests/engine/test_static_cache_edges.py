@@ -1,13 +1,13 @@
-"""engine.static_cache at its edges: a head that scores part of the vocabulary, families that scale their
+"""engine.caches.static_cache at its edges: a head that scores part of the vocabulary, families that scale their
 logits after the head, and a forward that stops midway."""
 from __future__ import annotations
 
 import pytest
 import torch
 
-from specviz.engine import static_cache
-from specviz.engine.cache import CachedModel
-from specviz.engine.shapes import random_model
+from specviz.engine.caches import static_cache
+from specviz.engine.caches.cache import CachedModel
+from specviz.engine.models.shapes import random_model
 
 TINY = dict(num_hidden_layers=3, hidden_size=64, num_attention_heads=4, num_key_value_heads=2,
             intermediate_size=128, vocab_size=256)

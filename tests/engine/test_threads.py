@@ -1,4 +1,4 @@
-"""specviz.engine.threads: the forwards leave a core to the web server and the browser while serving."""
+"""specviz.engine.serving.threads: the forwards leave a core to the web server and the browser while serving."""
 from __future__ import annotations
 
 import os
@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from specviz.engine.threads import serving_threads
+from specviz.engine.serving.threads import serving_threads
 
 
 def test_every_core_but_one_by_default(monkeypatch):
@@ -45,7 +45,7 @@ def test_timed_steps_wait_for_a_quiet_machine_only_where_a_browser_may_share_it(
 
 @pytest.mark.skipif(not os.path.exists("/proc/stat"), reason="reads Linux's /proc/stat")
 def test_a_busy_neighbour_process_is_seen_and_waited_for_at_most_the_limit():
-    from specviz.engine.quiet import others_busy_cores, wait_for_quiet
+    from specviz.engine.serving.quiet import others_busy_cores, wait_for_quiet
 
     spinner = subprocess.Popen([sys.executable, "-c", "import time\nend = time.time() + 20\nwhile time.time() < end: pass"])
     try:

@@ -1,4 +1,4 @@
-"""specviz.engine.tree_decoder on the bundled pair: several drafts at once, exact end to end."""
+"""specviz.engine.decoding.tree_decoder on the bundled pair: several drafts at once, exact end to end."""
 from __future__ import annotations
 
 import json
@@ -9,8 +9,10 @@ import torch
 
 from specviz.core.config import DecodeConfig
 from specviz.core.trace import StepTrace
-from specviz.engine.decoders import SpeculativeDecoder, TargetOnlyDecoder
-from specviz.engine.tree_decoder import TreeDecoder
+from specviz.engine.decoding.decoders import SpeculativeDecoder, TargetOnlyDecoder
+from specviz.engine.decoding.factory import decoder_class, make_decoder
+from specviz.engine.decoding.lookup_decoder import LookupDecoder
+from specviz.engine.decoding.tree_decoder import TreeDecoder
 from tests.stats import chi_square_pvalue
 
 PROMPT = "KING.\nNow is the time"
@@ -19,12 +21,21 @@ PROMPT = "KING.\nNow is the time"
 @pytest.mark.parametrize("drafts", range(1, 9))
 def test_greedy_tree_equals_target_only(pair, drafts):
     config = DecodeConfig(gamma=3, temperature=0, max_new_tokens=20, drafts=drafts)
-    spec = SpeculativeDecoder(pair, PROMPT, config)
+    spec = make_decoder(pair, PROMPT, config)
     spec.run()
     base = TargetOnlyDecoder(pair, PROMPT, config)
     base.run()
     assert spec.generated_ids == base.generated_ids
     assert isinstance(spec, TreeDecoder) == (drafts > 1)
+
+
+def test_the_factory_picks_the_decoder_and_a_chain_refuses_what_it_would_not_honour(pair):
+    assert decoder_class(DecodeConfig()) is SpeculativeDecoder
+    assert decoder_class(DecodeConfig(drafts=3)) is TreeDecoder
+    assert decoder_class(DecodeConfig(drafter="lookup")) is LookupDecoder
+    for config in (DecodeConfig(drafts=2), DecodeConfig(drafter="lookup")):
+        with pytest.raises(ValueError, match="make_decoder"):
+            SpeculativeDecoder(pair, PROMPT, config)
 
 
 @pytest.mark.parametrize("drafts,warping", [(2, {"top_k": 20}), (4, {"top_p": 0.8, "temperature": 0.8})])
@@ -44,7 +55,7 @@ def test_first_two_tokens_follow_the_warped_target(pair, drafts, warping):
     expected[support] = first[support, None] * second
     counts = np.zeros(vocab * vocab)
     for seed in range(1_500):
-        dec = SpeculativeDecoder(pair, prompt, DecodeConfig(**{**config.__dict__, "seed": seed}))
+        dec = make_decoder(pair, prompt, DecodeConfig(**{**config.__dict__, "seed": seed}))
         while len(dec.generated_ids) < 2:
             dec.step()
         counts[dec.generated_ids[0] * vocab + dec.generated_ids[1]] += 1
@@ -52,7 +63,7 @@ def test_first_two_tokens_follow_the_warped_target(pair, drafts, warping):
 
 
 def test_caches_keep_only_the_accepted_path(pair):
-    dec = SpeculativeDecoder(pair, PROMPT, DecodeConfig(gamma=4, drafts=3, max_new_tokens=120, seed=3))
+    dec = make_decoder(pair, PROMPT, DecodeConfig(gamma=4, drafts=3, max_new_tokens=120, seed=3))
     rejections = 0
     for _ in range(10):
         rejections += dec.step().n_accepted < 4
@@ -69,7 +80,7 @@ def test_caches_keep_only_the_accepted_path(pair):
 
 
 def test_tree_trace_tells_the_tries_and_survives_json(pair):
-    dec = SpeculativeDecoder(pair, PROMPT, DecodeConfig(gamma=3, drafts=4, max_new_tokens=60, seed=2))
+    dec = make_decoder(pair, PROMPT, DecodeConfig(gamma=3, drafts=4, max_new_tokens=60, seed=2))
     traces = [dec.step() for _ in range(6)]
     for t in traces:
         assert t.drafts == 4 and t.tree is not None
@@ -85,18 +96,18 @@ def test_tree_trace_tells_the_tries_and_survives_json(pair):
 
 
 def test_single_draft_traces_keep_their_json(pair):
-    trace = SpeculativeDecoder(pair, PROMPT, DecodeConfig(gamma=2, max_new_tokens=8)).step()
+    trace = make_decoder(pair, PROMPT, DecodeConfig(gamma=2, max_new_tokens=8)).step()
     data = trace.to_dict()
     assert "tree" not in data and "drafts" not in data and "level_tries" not in data["record"]
 
 
 def test_a_tree_decoder_resumes_from_its_plain_state(pair):
     config = DecodeConfig(gamma=3, drafts=3, max_new_tokens=40, seed=11)
-    live = SpeculativeDecoder(pair, PROMPT, config)
-    hopping = SpeculativeDecoder(pair, PROMPT, config)
+    live = make_decoder(pair, PROMPT, config)
+    hopping = make_decoder(pair, PROMPT, config)
     for _ in range(4):
         live.step()
-        hopping = SpeculativeDecoder(pair, PROMPT, config, resume=hopping.state())
+        hopping = make_decoder(pair, PROMPT, config, resume=hopping.state())
         hopping.step()
     if pair.dtype == torch.float32:
         assert live.tokens == hopping.tokens

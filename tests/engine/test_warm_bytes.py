@@ -9,9 +9,10 @@ import pytest
 import torch
 
 from specviz.core.config import DecodeConfig
-from specviz.engine import loading, memory, presets
-from specviz.engine.presets import ModelLoadError, Preset, pair_ref
-from specviz.engine.run import ComparedRun, RunSettings, WarmRuns
+from specviz.engine.caches import memory
+from specviz.engine.models import loading, presets
+from specviz.engine.models.presets import ModelLoadError, Preset, pair_ref
+from specviz.engine.serving.run import ComparedRun, RunSettings, WarmRuns
 from specviz.present.views import Session, step_session
 
 LONG = "KING.\nNow is the winter of our discontent made glorious summer by this sun of York. " * 12

@@ -5,7 +5,7 @@ import re
 
 import pytest
 
-from specviz.engine.race import SPECULATIVE, TARGET_ONLY, Lane, Race
+from specviz.engine.serving.race import SPECULATIVE, TARGET_ONLY, Lane, Race
 from specviz.present.race import race_html
 
 RACE = Race(target_only=Lane(TARGET_ONLY, ("a", " b", "<c>"), ("target",) * 3, (0.01, 0.02, 0.03), 3, 0),

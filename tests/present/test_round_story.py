@@ -6,7 +6,7 @@ import re
 import pytest
 
 from specviz.core.config import DecodeConfig
-from specviz.engine.decoders import SpeculativeDecoder
+from specviz.engine.decoding.decoders import SpeculativeDecoder
 from specviz.present import render
 
 

@@ -6,7 +6,7 @@ import re
 import pytest
 
 from specviz.core.config import DecodeConfig
-from specviz.engine.decoders import SpeculativeDecoder
+from specviz.engine.decoding.factory import make_decoder
 from specviz.present import render
 
 PROMPT = "KING.\nNow is the time"
@@ -14,7 +14,7 @@ PROMPT = "KING.\nNow is the time"
 
 @pytest.fixture(scope="module")
 def traces(pair):
-    dec = SpeculativeDecoder(pair, PROMPT, DecodeConfig(gamma=3, drafts=4, max_new_tokens=60, seed=2))
+    dec = make_decoder(pair, PROMPT, DecodeConfig(gamma=3, drafts=4, max_new_tokens=60, seed=2))
     return [dec.step() for _ in range(6)]
 
 
@@ -43,7 +43,7 @@ def test_a_rejected_sibling_shows_the_residual_the_next_is_judged_against(traces
 
 
 def test_single_draft_card_is_the_chain_card(pair):
-    trace = SpeculativeDecoder(pair, PROMPT, DecodeConfig(gamma=3, max_new_tokens=8)).step()
+    trace = make_decoder(pair, PROMPT, DecodeConfig(gamma=3, max_new_tokens=8)).step()
     card = render.step_card(trace)
     assert "tree-card" not in card and "1. Draft" in card and "2. Verify" in card
 

@@ -1,5 +1,5 @@
 """tools.bench's forward-only round: exactly the round's forwards, and the caches left as they started."""
-from specviz.engine.cache import CachedModel
+from specviz.engine.caches.cache import CachedModel
 from specviz.tools.bench import forward_only_round_ms
 
 
@@ -23,9 +23,9 @@ def test_the_engine_twins_are_the_pair_without_its_cpu_choices(monkeypatch):
     import torch
     from transformers import AutoConfig, LlamaForCausalLM
 
-    from specviz.engine import cpu_linear
-    from specviz.engine.cpu_linear import RowsFirstLinear, use_rows_first_linears
-    from specviz.engine.draft_precision import convert_draft
+    from specviz.engine.models import cpu_linear
+    from specviz.engine.models.cpu_linear import RowsFirstLinear, use_rows_first_linears
+    from specviz.engine.models.draft_precision import convert_draft
     from specviz.tools.bench import engine_twins
 
     shape = dict(model_type="llama", hidden_size=32, intermediate_size=64, num_attention_heads=4,
@@ -53,7 +53,7 @@ def test_the_engine_twins_are_the_pair_without_its_cpu_choices(monkeypatch):
 def test_run_bench_times_the_twins_beside_the_pair(monkeypatch, tmp_path):
     """On a tiny pair loaded as a large one would be on a bf16 CPU (bars lowered), `bench` reports the draft's
     dtype and the twins' per-call times in its JSON; each is a positive time."""
-    from specviz.engine import cpu_linear, draft_precision
+    from specviz.engine.models import cpu_linear, draft_precision
     from specviz.tools.bench import run_bench
     from tests.engine.feature_pair import save_feature_pair
 

@@ -28,7 +28,7 @@ def test_generate_json_contract():
 def test_generation_stops_right_after_eos(pair):
     """The other case of the contract: a round whose tokens include EOS keeps EOS and nothing after it."""
     from specviz.core.config import DecodeConfig
-    from specviz.engine.decoders import SpeculativeDecoder
+    from specviz.engine.decoding.decoders import SpeculativeDecoder
 
     dec = SpeculativeDecoder(pair, "KING.", DecodeConfig(gamma=3, max_new_tokens=30))
     eos = pair.tokenizer.eos_token_id
@@ -56,10 +56,11 @@ def test_engine_bench_and_report_need_no_gradio():
     code = """
 import sys
 sys.modules['gradio'] = None  # any import of gradio now fails
-import specviz.core.sampling, specviz.engine.decoders, specviz.engine.loading, specviz.engine.run
+import specviz.core.sampling, specviz.engine.decoding.decoders, specviz.engine.models.loading
+import specviz.engine.serving.run
 import specviz.present.views, specviz.tools.bench, specviz.tools.report
 
-from specviz.engine.loading import load_pair
+from specviz.engine.models.loading import load_pair
 out = specviz.tools.bench._ui_step_ratio(load_pair('shakespeare'), 'KING.', dict(gamma=4, temperature=1.0, max_new_tokens=20), 0, steps=2)
 assert out['ui_step_ms'] > 0 and out['engine_step_ms'] > 0, out
 print('ok')

@@ -1,4 +1,5 @@
-"""The command line never runs a model folder's code and fails in one line (findings 5 and 8)."""
+"""The command line never runs a model folder's code (transformers asks before running remote code, and a
+pickle checkpoint runs code as it loads) and fails in one line, never a traceback."""
 from __future__ import annotations
 
 import json
@@ -13,7 +14,7 @@ import time
 
 import pytest
 
-from specviz.engine.presets import ASSETS
+from specviz.engine.models.presets import ASSETS
 
 EVIL = '''
 import os, pathlib
@@ -99,9 +100,9 @@ def test_no_from_pretrained_of_specviz_runs_a_folders_code_even_when_told_y(evil
     rc, out = in_terminal([sys.executable, "-m", "specviz", "generate", "--prompt", "KING.", "--max-new-tokens", "3",
                            "--draft", folders["evil-all"], "--target", folders["evil-all"]], env)
     assert rc == 2 and "error:" in out and "Traceback" not in out, out[-800:]
-    code = ("import torch\nfrom specviz.engine import loading, presets\n"
+    code = ("import torch\nfrom specviz.engine.models import loading, policy, presets\n"
             f"for folder in ({folders['evil-all']!r}, {folders['evil-model']!r}):\n"
-            "    for load in (lambda: presets.read_config(folder, 'draft'),\n"
+            "    for load in (lambda: policy.read_config(folder, 'draft'),\n"
             "                 lambda: loading._load_one(folder, 'draft', torch.device('cpu'), torch.float32)):\n"
             "        try:\n            load()\n            print('LOADED')\n"
             "        except presets.ModelLoadError as err:\n            print('REFUSED', err)\n")

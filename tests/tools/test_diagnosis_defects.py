@@ -17,8 +17,8 @@ import pytest
 
 from specviz.core import rejections
 from specviz.core.config import DecodeConfig
-from specviz.engine.decoders import SpeculativeDecoder
-from specviz.engine.loading import load_pair
+from specviz.engine.decoding.decoders import SpeculativeDecoder
+from specviz.engine.models.loading import load_pair
 from specviz.present.diagnosis import diagnosis_text
 from tests.defects import GreedyDraft, NaNDraft, PermutedDraft, TemperedDraft, ShiftedHeadDraft, noisy_draft
 

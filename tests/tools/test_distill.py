@@ -1,4 +1,4 @@
-"""The smollm2-local draft's recipe (tools/distill.py, tools/distill_features.py) on the real target, with tiny
+"""The smollm2-local draft's recipe (tools/distill/) on the real target, with tiny
 budgets: the splits, a training step that learns, and every stage end to end into a folder the app loads."""
 from __future__ import annotations
 
@@ -8,25 +8,26 @@ import random
 import pytest
 import torch
 
-from specviz.tools import distill, distill_features
+from specviz.tools.distill import cli, data, features
+from specviz.tools.distill.optim import optimizer_step
 
 
 def test_held_out_prompts_share_no_topic_with_training_prompts():
-    train, held = distill.prompts("train"), distill.prompts("held-out")
-    held_topics = {t for i, t in enumerate(distill.TOPICS) if i % distill.HELD_OUT_EVERY == 0}
-    assert len(held) == len(held_topics) * len(distill.TEMPLATES) and len(train) + len(held) == len(set(train + held))
+    train, held = data.prompts("train"), data.prompts("held-out")
+    held_topics = {t for i, t in enumerate(data.TOPICS) if i % data.HELD_OUT_EVERY == 0}
+    assert len(held) == len(held_topics) * len(data.TEMPLATES) and len(train) + len(held) == len(set(train + held))
     assert not any(topic in prompt for prompt in train for topic in held_topics if topic != "Shakespeare")
-    assert distill.prompts("train", seed=1) != train and sorted(distill.prompts("train", seed=1)) == sorted(train)
+    assert data.prompts("train", seed=1) != train and sorted(data.prompts("train", seed=1)) == sorted(train)
 
 
 @pytest.fixture(scope="module")
 def target():
-    model, _ = distill._load_target(torch.get_num_threads())
+    model, _ = data.load_target(torch.get_num_threads())
     return model
 
 
 def test_the_feature_draft_starts_from_the_targets_last_layer_and_reads_features(target):
-    draft = distill_features.make_draft(target)
+    draft = features.make_draft(target)
     assert draft.config.num_hidden_layers == 1
     assert torch.equal(draft.model.layers[0].mlp.up_proj.weight, target.model.layers[-1].mlp.up_proj.weight)
     assert draft.feature_fc.in_features == 2 * target.config.hidden_size
@@ -45,37 +46,37 @@ def test_a_few_steps_on_one_batch_lower_the_loss_at_both_unrolled_levels(target)
             out = target.model(torch.tensor([tokens])).last_hidden_state[0]
             top = target.lm_head(out[1:-1]).log_softmax(-1).topk(8)
             seqs.append((tokens, out, 1, top.indices, top.values))
-    draft = distill_features.make_draft(target).train()
+    draft = features.make_draft(target).train()
     index_of = torch.full((target.config.vocab_size,), -1, dtype=torch.long)
     index_of[ids] = torch.arange(len(ids))
     args = (draft, target.get_input_embeddings(), target.lm_head.weight[ids].detach(), index_of, seqs, 0.0, 1.0)
-    before, overlaps_before = distill_features._loss(*args, unroll=2)
+    before, overlaps_before = features.feature_loss(*args, unroll=2)
     opt = torch.optim.AdamW([p for n, p in draft.named_parameters() if "embed" not in n and "lm_head" not in n], lr=1e-3)
     for step in range(15):
-        loss, _ = distill_features._loss(*args, unroll=2)
-        distill.optimizer_step(opt, [p for g in opt.param_groups for p in g["params"]], loss, 1e-3)
-    after, overlaps_after = distill_features._loss(*args, unroll=2)
+        loss, _ = features.feature_loss(*args, unroll=2)
+        optimizer_step(opt, [p for g in opt.param_groups for p in g["params"]], loss, 1e-3)
+    after, overlaps_after = features.feature_loss(*args, unroll=2)
     assert after.item() < 0.9 * before.item()
     assert all(a > b for a, b in zip(overlaps_after, overlaps_before))
 
 
 def test_every_stage_runs_and_the_app_loads_the_saved_draft(tmp_path):
     """generate (1 shard of 2 answers of 8 tokens), vocab, features, train (3 s), save, evaluate (1 prompt)."""
-    from specviz.engine import smollm2
-    from specviz.engine.feature_draft import reads_features
-    from specviz.engine.loading import load_pair
-    from specviz.engine.presets import Preset
+    from specviz.engine.models import smollm2
+    from specviz.engine.decoding.feature_draft import reads_features
+    from specviz.engine.models.loading import load_pair
+    from specviz.engine.models.presets import Preset
 
     work, out, corpus = tmp_path / "work", tmp_path / "draft", tmp_path / "corpus"
     corpus.mkdir()
     (corpus / "a_play.txt").write_text("First Citizen. Before we proceed any further, hear me speak.\n" * 80)
     common = ["--work", str(work), "--out", str(out), "--threads", str(torch.get_num_threads())]
-    distill.main(["generate", *common, "--shards", "1", "--batch", "2", "--max-new", "8", "--shakespeare-tokens", "40",
+    cli.main(["generate", *common, "--shards", "1", "--batch", "2", "--max-new", "8", "--shakespeare-tokens", "40",
                   "--corpus", str(corpus)])
-    distill.main(["vocab", *common, "--vocab", "512"])
+    cli.main(["vocab", *common, "--vocab", "512"])
     for stage in ("features", "train", "save"):
-        distill.main([stage, *common, "--minutes-train", "0.05"])
-    distill.main(["evaluate", *common, "--eval-prompts", "1", "--eval-tokens", "6"])
+        cli.main([stage, *common, "--minutes-train", "0.05"])
+    cli.main(["evaluate", *common, "--eval-prompts", "1", "--eval-tokens", "6"])
     shared = json.loads((out / smollm2.SHARED_FILE).read_text())
     assert shared["feature_fc"] == "feature_fc.safetensors" and shared["vocab_subset"] == "vocab_subset.safetensors"
     assert sum(f.stat().st_size for f in out.iterdir()) < 20e6
@@ -87,5 +88,5 @@ def test_every_stage_runs_and_the_app_loads_the_saved_draft(tmp_path):
 
 def test_passages_without_a_corpus_are_refused_by_name(tmp_path, capsys):
     with pytest.raises(SystemExit) as exit_:
-        distill.main(["generate", "--work", str(tmp_path), "--shakespeare-tokens", "40"])
+        cli.main(["generate", "--work", str(tmp_path), "--shakespeare-tokens", "40"])
     assert exit_.value.code == 2 and "--corpus" in capsys.readouterr().err

@@ -5,7 +5,7 @@ import io
 
 import pytest
 
-from specviz.engine import smollm2
+from specviz.engine.models import smollm2
 
 
 @pytest.mark.skipif(smollm2.gguf_folder() is None and not smollm2._complete(smollm2.cache_folder()),

@@ -4,7 +4,7 @@ import sys
 
 import pytest
 
-from specviz.engine.shapes import ARCHITECTURES
+from specviz.engine.models.shapes import ARCHITECTURES
 from specviz.tools.preset_cost import TYPICAL_ALPHAS, measure_shapes
 
 

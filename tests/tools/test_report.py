@@ -12,7 +12,7 @@ import pytest
 from specviz.core.config import DecodeConfig
 from specviz.core.metrics import metric_set
 from specviz.core.trace import StepRecord
-from specviz.engine.decoders import SpeculativeDecoder
+from specviz.engine.decoding.decoders import SpeculativeDecoder
 from specviz.present import export
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from specviz.engine import smollm2
+from specviz.engine.models import smollm2
 
 ROOT = Path(__file__).resolve().parents[2]
 

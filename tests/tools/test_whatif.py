@@ -10,7 +10,7 @@ import pytest
 from specviz.core import whatif
 from specviz.core.config import DecodeConfig
 from specviz.core.metrics import metric_set
-from specviz.engine.decoders import SpeculativeDecoder
+from specviz.engine.decoding.decoders import SpeculativeDecoder
 from specviz.tools.cli import main
 
 PROMPTS = ("ROMEO.\nBut soft", "KING.\nNow is the time", "HAMLET.\nTo be, or not")

@@ -41,7 +41,7 @@ def gguf_folder() -> Path | None:
 
 
 def cache_folder() -> Path:
-    from .settings import current
+    from ..settings import current
 
     root = current().cache or Path.home() / ".cache" / "specviz"
     return Path(root) / "smollm2-135m-instruct"
@@ -174,7 +174,7 @@ def attach_shared(draft, target, folder: str | Path) -> None:
     else:
         draft.lm_head = target.get_output_embeddings()
     fc_file = spec.get("feature_fc")
-    if fc_file:  # a draft that reads the target's hidden states (engine/feature_draft.py)
+    if fc_file:  # a draft that reads the target's hidden states (engine/decoding/feature_draft.py)
         from safetensors.torch import load_file
         weights = load_file(str(own_file(folder, fc_file)))
         out_dim, in_dim = weights["weight"].shape

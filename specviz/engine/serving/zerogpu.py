@@ -14,7 +14,7 @@ Elsewhere (CPU, a dedicated GPU) `on_gpu` returns the function unchanged and dec
 """
 from __future__ import annotations
 
-from . import settings
+from .. import settings
 
 STEP_GPU_SECONDS = 15  # what one Step asks ZeroGPU for: a round, the baseline's catch-up, rebuilt caches
 
@@ -42,8 +42,8 @@ def load_offered_pairs() -> list[str]:
     before launch); returns their names. Elsewhere nothing (the default pair loads as any other)."""
     if not settings.current().zero_gpu:
         return []
-    from .loading import load_pair
-    from .presets import offered_presets
+    from ..models.loading import load_pair
+    from ..models.policy import offered_presets
 
     names = offered_presets()
     for name in names:

@@ -55,7 +55,7 @@ def wait_for_quiet(max_wait_s: float, busy_cores: float = BUSY_CORES) -> float:
 
 def before_timed_forwards(device) -> float:
     """On a CPU, wait for a quiet machine (SPECVIZ_QUIET_WAIT_MS at most); a GPU's forwards do not wait."""
-    from .settings import current
+    from ..settings import current
 
     if getattr(device, "type", str(device)) != "cpu":
         return 0.0

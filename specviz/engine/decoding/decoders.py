@@ -21,17 +21,17 @@ from dataclasses import dataclass, field
 
 import torch
 
-from ..core import sampling
-from ..core.config import DecodeConfig
-from ..core.trace import Candidate, Correction, Counters, EmittedToken, PositionTrace, StepRecord, StepTrace
-from .cache import CachedModel
+from ...core import sampling
+from ...core.config import DecodeConfig
+from ...core.trace import Candidate, Correction, Counters, EmittedToken, PositionTrace, StepRecord, StepTrace
+from ..caches.cache import CachedModel
 from .feature_draft import cached_draft, reads_features
-from .loading import ModelPair
-from .presets import prompt_token_limit
-from .static_cache import plan as static_plan, unsupported_reason
+from ..models.loading import ModelPair
+from ..models.policy import prompt_token_limit
+from ..caches.static_cache import plan as static_plan, unsupported_reason
 
-__all__ = ["DecodingFinished", "SpeculativeDecoder", "TargetOnlyDecoder",
-           "DecoderState"]
+__all__ = ["Decoder", "DecoderState", "DecodingFinished", "Drafted", "SpeculativeDecoder", "TargetOnlyDecoder",
+           "counted_drafts", "sync_device"]
 
 MAX_PROMPT_CHARS = 20_000
 
@@ -73,7 +73,8 @@ def prepare_prompt(pair: ModelPair, prompt: str, config: DecodeConfig) -> tuple[
     return ids, ""
 
 
-def _sync(device: torch.device) -> None:
+def sync_device(device: torch.device) -> None:
+    """Wait for the device's queued work (CUDA), so that a timer read after it counts the work."""
     if device.type == "cuda":
         torch.cuda.synchronize(device)
 
@@ -95,13 +96,13 @@ class DecoderState:
     call_s: list[float] = field(default_factory=list)        # baseline forwards
 
 
-class _Decoder:
-    """What both decoders share: prompt, token list, generator, caches and prefill, stopping."""
+class Decoder:
+    """What every decoder shares: prompt, token list, generator, caches and prefill, stopping."""
 
     static_ok = True  # False where several rows share a cache (several drafts): those need the dynamic one
 
     def __init__(self, pair: ModelPair, prompt: str, config: DecodeConfig, *, resume: DecoderState | None = None,
-                 static_cache: bool | None = None, prefilled: _Decoder | None = None):
+                 static_cache: bool | None = None, prefilled: Decoder | None = None):
         if not isinstance(config, DecodeConfig):
             raise TypeError("config must be a DecodeConfig")
         self.pair, self.config = pair, config
@@ -150,7 +151,7 @@ class _Decoder:
             return {}
         return {"static_len": self.n_prompt + self.config.max_new_tokens + self.config.gamma + 1, "graphs": graphs}
 
-    def _shared_target(self, prefilled: _Decoder | None) -> CachedModel | None:
+    def _shared_target(self, prefilled: Decoder | None) -> CachedModel | None:
         """A copy of `prefilled`'s target cache (the same pair and prompt, not stepped yet, the same kind of
         cache), as `fork` copies it; None where it cannot stand for this decoder's own prefill."""
         if prefilled is None:
@@ -197,7 +198,7 @@ class _Decoder:
         """The last token stays pending: its logits start the next step."""
         t0 = time.perf_counter()
         model.prefill(self.tokens[:-1])
-        _sync(self.pair.device)
+        sync_device(self.pair.device)
         return time.perf_counter() - t0
 
     def fork(self, seed: int):
@@ -254,7 +255,7 @@ class _Decoder:
         return out
 
 
-class TargetOnlyDecoder(_Decoder):
+class TargetOnlyDecoder(Decoder):
     """The baseline: one token per cached target forward, same warping and seed handling."""
 
     def step(self) -> EmittedToken:
@@ -262,7 +263,7 @@ class TargetOnlyDecoder(_Decoder):
         t0 = time.perf_counter()
         logits = self.target.forward(self.tokens[self.target.seen:], keep=1)[-1]  # [V]
         token = sampling.sample(self.config.warp(logits), self.generator)
-        _sync(self.pair.device)
+        sync_device(self.pair.device)
         elapsed = time.perf_counter() - t0
         self.counters.target_calls += 1
         self.counters.compute_s += elapsed
@@ -284,30 +285,26 @@ def counted_drafts(eos: int | None, result, gamma: int) -> dict:
 
 
 @dataclass
-class _Drafted:
+class Drafted:
+    """One round's drafts: what the tree and lookup decoders build on too."""
     tokens: list[int]            # [gamma]
     probs: torch.Tensor          # [gamma, V] the warped draft distributions they were drawn from
 
 
-class SpeculativeDecoder(_Decoder):
+class SpeculativeDecoder(Decoder):
     """Speculative sampling (kl_budget = 0) or mentored decoding (kl_budget > 0), one round per step().
 
-    With config.drafts > 1 the constructor returns a `tree_decoder.TreeDecoder` (several drafts at once), with
-    config.drafter "lookup" a `lookup_decoder.LookupDecoder` (prompt lookup proposes, no draft model runs)."""
-
-    def __new__(cls, pair=None, prompt=None, config=None, **_):
-        if cls is SpeculativeDecoder and isinstance(config, DecodeConfig) and config.drafts > 1:
-            from .tree_decoder import TreeDecoder  # imported here: it builds on this module
-
-            cls = TreeDecoder
-        elif cls is SpeculativeDecoder and isinstance(config, DecodeConfig) and config.drafter == "lookup":
-            from .lookup_decoder import LookupDecoder  # imported here: it builds on this module
-
-            cls = LookupDecoder
-        return super().__new__(cls)
+    One chain drafted by the draft model. Several drafts at once (config.drafts > 1) are `tree_decoder.TreeDecoder`'s,
+    drafts copied by prompt lookup (config.drafter "lookup") `lookup_decoder.LookupDecoder`'s: `factory.make_decoder`
+    picks the one a config asks for, and this class refuses a config it would not honour."""
 
     def __init__(self, pair: ModelPair, prompt: str, config: DecodeConfig, *, resume: DecoderState | None = None,
                  static_cache: bool | None = None):
+        if type(self) is SpeculativeDecoder and isinstance(config, DecodeConfig) and (
+                config.drafts > 1 or config.drafter == "lookup"):
+            raise ValueError("SpeculativeDecoder drafts one chain with the draft model; this config asks for "
+                             f"{'several drafts' if config.drafts > 1 else 'prompt lookup'}: build it with "
+                             "make_decoder(pair, prompt, config)")
         super().__init__(pair, prompt, config, resume=resume, static_cache=static_cache)
         self.draft = cached_draft(pair.draft, pair.vocab_size, self.target, **self.cache_options)
         self.prefill_s += self._prefill(self.draft)
@@ -350,7 +347,7 @@ class SpeculativeDecoder(_Decoder):
         plant a defect, such as a draft run at another temperature)."""
         return self.config.warp(logits)
 
-    def _draft(self) -> _Drafted:
+    def _draft(self) -> Drafted:
         """1. draft: gamma tokens, one cached forward each, sampled from the warped draft."""
         tokens, rows = [], []
         pending = self.tokens[self.draft.seen:]  # 1 token, or 2 after a bonus the draft never saw
@@ -360,20 +357,20 @@ class SpeculativeDecoder(_Decoder):
             tokens.append(token)
             rows.append(probs)
             pending = [token]
-        _sync(self.pair.device)
+        sync_device(self.pair.device)
         self.counters.draft_calls += self.config.gamma
-        return _Drafted(tokens=tokens, probs=torch.stack(rows))  # [gamma, V]
+        return Drafted(tokens=tokens, probs=torch.stack(rows))  # [gamma, V]
 
-    def _verify(self, drafted: _Drafted) -> torch.Tensor:
+    def _verify(self, drafted: Drafted) -> torch.Tensor:
         """2. verify: one target forward over the pending token and the gamma drafts."""
         gamma = len(drafted.tokens)  # config.gamma, or fewer where a lookup found fewer
         logits = self.target.forward(self.tokens[self.target.seen:] + drafted.tokens, keep=gamma + 1)  # [gamma+1, V]
         target_probs = self.config.warp(logits)  # [gamma+1, V]
-        _sync(self.pair.device)
+        sync_device(self.pair.device)
         self.counters.target_calls += 1
         return target_probs
 
-    def _correct(self, target_probs: torch.Tensor, drafted: _Drafted) -> tuple[sampling.Verification, list[int]]:
+    def _correct(self, target_probs: torch.Tensor, drafted: Drafted) -> tuple[sampling.Verification, list[int]]:
         """3. correct: accept a prefix, resample or add the bonus token, crop both caches back."""
         result = sampling.verify(target_probs, drafted.probs, torch.tensor(drafted.tokens, device=drafted.probs.device),
                                  kl_budget=self.config.kl_budget, generator=self.generator)
@@ -411,7 +408,7 @@ class SpeculativeDecoder(_Decoder):
             out.append((ids, values.tolist(), (1 - values.sum(-1)).clamp_min(0).tolist()))
         return out
 
-    def _trace(self, target_probs, drafted: _Drafted, result: sampling.Verification, kept: list[int],
+    def _trace(self, target_probs, drafted: Drafted, result: sampling.Verification, kept: list[int],
                record: StepRecord) -> StepTrace:
         gamma, n_accepted, token_text, step = len(drafted.tokens), result.n_accepted, self.pair.token_text, self.steps
         target, draft = target_probs[:gamma], drafted.probs  # [gamma, V]
@@ -445,7 +442,7 @@ class SpeculativeDecoder(_Decoder):
                          finished=self.finished, notice=self.notice if step == 1 else "",
                          rejected=self._rejected(drafted, result), draft_reads_target=reads_features(self.pair.draft))
 
-    def _correction_trace(self, target_probs, drafted: _Drafted, result: sampling.Verification) -> Correction:
+    def _correction_trace(self, target_probs, drafted: Drafted, result: sampling.Verification) -> Correction:
         """3. correct, as shown: the token added after the accepted drafts and the law it came from."""
         gamma, n_accepted, token_text = len(drafted.tokens), result.n_accepted, self.pair.token_text
         last, kind = result.tokens[-1], "bonus" if result.bonus else "resampled"
@@ -464,7 +461,7 @@ class SpeculativeDecoder(_Decoder):
         return [EmittedToken(id=x, text=self.pair.token_text(x), kind=kinds[i], step=self.steps)
                 for i, x in enumerate(kept)]
 
-    def _rejected(self, drafted: _Drafted, result: sampling.Verification) -> list[EmittedToken]:
+    def _rejected(self, drafted: Drafted, result: sampling.Verification) -> list[EmittedToken]:
         if result.n_accepted >= len(drafted.tokens):
             return []
         token = drafted.tokens[result.n_accepted]

@@ -15,7 +15,7 @@ import os
 
 import torch
 
-from . import settings
+from .. import settings
 
 
 def serving_threads(cores: int | None = None) -> int:

@@ -16,8 +16,9 @@ import copy
 
 import torch
 
-from . import limits, settings
-from .lm_forward import logits_and_hidden
+from .. import settings
+from ..serving import limits
+from ..models.lm_forward import logits_and_hidden
 from .static_cache import StaticKV
 
 

@@ -23,9 +23,9 @@ from dataclasses import dataclass
 
 import torch
 
-from ..core import sampling, tree
-from ..core.trace import Candidate, EmittedToken, StepRecord, StepTrace, TreeNode, TreeTrace, TreeTry
-from .decoders import SpeculativeDecoder, _Drafted, _sync, counted_drafts
+from ...core import sampling, tree
+from ...core.trace import Candidate, EmittedToken, StepRecord, StepTrace, TreeNode, TreeTrace, TreeTry
+from .decoders import SpeculativeDecoder, Drafted, sync_device, counted_drafts
 
 RESIDUAL_TOP = 5  # tokens shown per residual after a rejected sibling
 
@@ -80,7 +80,7 @@ class TreeDecoder(SpeculativeDecoder):
                 chains[i].append(sampling.sample(probs[i], self.generator))
             rows.append(probs)
             inputs = [[c[-1]] for c in chains]
-        _sync(self.pair.device)
+        sync_device(self.pair.device)
         self.counters.draft_calls += gamma
         return _Chains(tokens=chains, probs=torch.stack(rows, 1))  # [k, gamma, V]
 
@@ -93,7 +93,7 @@ class TreeDecoder(SpeculativeDecoder):
         probs = self.config.warp(logits)
         reps = torch.tensor([node_representatives(chains.tokens, d) for d in range(gamma + 1)])  # [gamma+1, k]
         probs = probs[reps.T.to(probs.device), torch.arange(gamma + 1, device=probs.device)]      # [k, gamma+1, V]
-        _sync(self.pair.device)
+        sync_device(self.pair.device)
         self.counters.target_calls += 1
         return probs
 
@@ -124,7 +124,7 @@ class TreeDecoder(SpeculativeDecoder):
             n_accepted=result.n_accepted, tokens=result.tokens,
             uniforms=torch.tensor([t.uniform for t in path_tries], dtype=torch.float64),
             drafted_accept_probs=torch.tensor(chances, dtype=torch.float64), final_probs=result.final_probs)
-        trace = self._trace(target_probs[path], _Drafted(tokens=chains.tokens[path], probs=chains.probs[path]),
+        trace = self._trace(target_probs[path], Drafted(tokens=chains.tokens[path], probs=chains.probs[path]),
                             as_chain, kept, record)
         # the correction was drawn from the residual after every rejection at its depth, not after one
         trace.correction.residual_probs = [c.final_prob for c in trace.correction.candidates]

@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import torch
 
-from ..core import sampling
-from ..core.warping import warp
-from .cache import CachedModel
+from ...core import sampling
+from ...core.warping import warp
+from ..caches.cache import CachedModel
 from .feature_draft import cached_draft, reads_features
-from .loading import ModelPair
+from ..models.loading import ModelPair
 
 TEMPERATURES = (0.25, 0.5, 0.7, 1.0, 1.3, 1.6, 2.0)
 

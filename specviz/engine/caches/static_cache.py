@@ -25,8 +25,8 @@ import time
 
 import torch
 
-from . import settings
-from .lm_forward import logits_and_hidden
+from .. import settings
+from ..models.lm_forward import logits_and_hidden
 
 SUPPORTED_ATTENTION = ("sdpa", "eager")  # the implementations whose 4-D mask we know how to write
 CAPTURE_LOCK = threading.Lock()  # one capture at a time in this process (each blocks the device while it runs)

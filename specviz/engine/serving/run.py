@@ -10,10 +10,10 @@ speculative round and then advance the baseline to the same number of tokens; ev
 advance the baseline by as many tokens as the previous round emitted, then run the round (and
 the baseline catches up on whatever is left at the next odd step, or at once if the run ended).
 
-Alone. A step's timed forwards hold `TIMED`, as each side of a race does (engine/race.py): within this
+Alone. A step's timed forwards hold `TIMED`, as each side of a race does (engine/serving/race.py): within this
 process no two timed stretches overlap, so no visitor's figures are measured beside another's forwards;
 on a CPU they also wait, briefly, for the other processes (the browser after a click) to go quiet
-(engine/quiet.py).
+(engine/serving/quiet.py).
 
 Bounded memory. Only the WARM_RUNS most recently stepped runs keep their KV caches; a colder run
 hibernates into plain data (`RunState`, as on ZeroGPU) and its caches are rebuilt, one prefill
@@ -28,15 +28,17 @@ import weakref
 from collections import OrderedDict
 from dataclasses import dataclass
 
-from ..core.config import DecodeConfig
-from ..core.metrics import metric_set
-from ..core.trace import StepTrace
-from . import memory, zerogpu
-from .decoders import DecoderState, DecodingFinished, SpeculativeDecoder, TargetOnlyDecoder, check_prompt
-from .loading import ModelPair, is_cached, load_pair, on_evict
-from .presets import PairRef
+from ...core.config import DecodeConfig
+from ...core.metrics import metric_set
+from ...core.trace import StepTrace
+from ..caches import memory
+from . import zerogpu
+from ..decoding.decoders import DecoderState, DecodingFinished, SpeculativeDecoder, TargetOnlyDecoder, check_prompt
+from ..decoding.factory import make_decoder
+from ..models.loading import ModelPair, is_cached, load_pair, on_evict
+from ..models.presets import PairRef
 from .quiet import before_timed_forwards
-from .settings import current as current_deployment
+from ..settings import current as current_deployment
 
 
 TIMED = threading.Lock()  # held while a step's or a race side's forwards are timed (see "Alone" above)
@@ -84,9 +86,9 @@ def _decoders(pair: ModelPair, settings: RunSettings, state: RunState | None):
     """Both sides, from the start or from `state`. From the start the prompt is read once: the baseline's
     target cache is a copy of the speculative side's, as `fork` makes it (one prefill of the target, not two)."""
     if state is None:
-        spec = SpeculativeDecoder(pair, settings.prompt, settings.config)
+        spec = make_decoder(pair, settings.prompt, settings.config)
         return spec, TargetOnlyDecoder(pair, settings.prompt, settings.config, prefilled=spec)
-    return (SpeculativeDecoder(pair, settings.prompt, settings.config, resume=state.spec),
+    return (make_decoder(pair, settings.prompt, settings.config, resume=state.spec),
             TargetOnlyDecoder(pair, settings.prompt, settings.config, resume=state.base))
 
 

@@ -1,6 +1,6 @@
 """Loading a draft/target pair with `from_pretrained`: device, dtype, compatibility, the pair cache.
 
-Pairs are named by `engine.presets`; this module owns the loaded weights (one cache per process).
+Pairs are named by `engine.models.presets`; this module owns the loaded weights (one cache per process).
 
 Just over 300 lines: the cache, its locks and the guarded load they protect (size check, time limit,
 load-then-admit) must be read together to see that a failed load changes nothing.
@@ -21,12 +21,15 @@ from dataclasses import dataclass, field
 
 import torch
 
-from . import memory, settings, smollm2
+from .. import settings
+from ..caches import memory
+from . import smollm2
 from .cpu_linear import use_rows_first_linears
 from .draft_precision import convert_draft, draft_dtype
 from .half_precision import overflowing_roles
-from .presets import (PRESETS, ModelLoadError, Preset, canonical, estimated_params, hub_options, is_folder_name,
-                      pair_ref, pickle_checkpoint, read_config, scrub_paths, shown)
+from .presets import PRESETS, ModelLoadError, Preset, pair_ref
+from .policy import (canonical, estimated_params, hub_options, is_folder_name, pickle_checkpoint, read_config,
+                     scrub_paths, shown)
 
 
 def pick_device(device: str | None = None) -> torch.device:

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import torch
 
-from ..core import lookup, sampling
-from ..core.trace import LookupTrace, StepRecord, StepTrace
-from .decoders import SpeculativeDecoder, _Decoder, _Drafted, _sync
+from ...core import lookup, sampling
+from ...core.trace import LookupTrace, StepRecord, StepTrace
+from .decoders import SpeculativeDecoder, Decoder, Drafted, sync_device
 
 CONTEXT_SHOWN = 6  # tokens shown before the matched n-gram on the card
 AFTER_SHOWN = 3    # and after the copied ones
@@ -26,7 +26,7 @@ class LookupDecoder(SpeculativeDecoder):
 
     def __init__(self, pair, prompt, config, *, resume=None, static_cache=None):
         # the pair's draft model is not used: only the target gets a cache and a prefill
-        _Decoder.__init__(self, pair, prompt, config, resume=resume, static_cache=static_cache)
+        Decoder.__init__(self, pair, prompt, config, resume=resume, static_cache=static_cache)
         self.proposal, self.context_len = lookup.LookupProposal(tokens=[]), len(self.tokens)
 
     def _target_sizes(self) -> list[int]:
@@ -35,21 +35,21 @@ class LookupDecoder(SpeculativeDecoder):
     def _needs_target_features(self) -> bool:
         return False
 
-    def _draft(self) -> _Drafted:
+    def _draft(self) -> Drafted:
         """1. draft: the lookup's proposal (0..gamma tokens); q is filled in once p's dtype is known."""
         config = self.config
         searchable = self.n_prompt if config.lookup_source == "prompt" else None
         self.context_len = len(self.tokens)
         self.proposal = lookup.propose(self.tokens, config.gamma, config.lookup_max_ngram, config.lookup_min_ngram,
                                        searchable)
-        return _Drafted(tokens=list(self.proposal.tokens), probs=torch.zeros(0))
+        return Drafted(tokens=list(self.proposal.tokens), probs=torch.zeros(0))
 
-    def _verify(self, drafted: _Drafted) -> torch.Tensor:
+    def _verify(self, drafted: Drafted) -> torch.Tensor:
         target_probs = super()._verify(drafted)  # [k+1, V]
         drafted.probs = lookup.one_hot_draft(drafted.tokens, target_probs.shape[-1], target_probs)  # [k, V]
         return target_probs
 
-    def _correct(self, target_probs: torch.Tensor, drafted: _Drafted) -> tuple[sampling.Verification, list[int]]:
+    def _correct(self, target_probs: torch.Tensor, drafted: Drafted) -> tuple[sampling.Verification, list[int]]:
         """3. correct: the exact rule on the one-hot q; with nothing proposed, one token from p."""
         if drafted.tokens:
             return super()._correct(target_probs, drafted)
@@ -58,13 +58,13 @@ class LookupDecoder(SpeculativeDecoder):
         none = final.new_zeros(0)  # [0]: nothing was examined
         result = sampling.Verification(n_accepted=0, tokens=[token], uniforms=none, drafted_accept_probs=none,
                                        final_probs=final)
-        _sync(self.pair.device)
+        sync_device(self.pair.device)
         return result, self._settle(result)
 
     def _crop_caches(self, keep: int) -> None:
         self.target.crop_to(keep)
 
-    def _trace(self, target_probs, drafted: _Drafted, result: sampling.Verification, kept: list[int],
+    def _trace(self, target_probs, drafted: Drafted, result: sampling.Verification, kept: list[int],
                record: StepRecord) -> StepTrace:
         trace = super()._trace(target_probs, drafted, result, kept, record)
         trace.drafter, trace.lookup = "lookup", self._lookup_trace()

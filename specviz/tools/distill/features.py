@@ -3,7 +3,7 @@
 
     python -m specviz distill-smollm2 all --draft features --work ~/.cache/specviz/distill
 
-It shares `distill.py`'s data (the target's own answers to chat prompts, with its top-k log-probabilities,
+It shares `data.py`'s data (the target's own answers to chat prompts, with its top-k log-probabilities,
 and Shakespeare passages) and vocabulary stage, and replaces three stages:
   features  one target forward per stored sequence: its last hidden state (after the final norm, what
             the head reads) at every position, stored in float16 beside the data.
@@ -29,8 +29,9 @@ from pathlib import Path
 
 import torch
 
-from ..engine import smollm2
-from . import distill
+from ...engine.models import smollm2
+from .data import load_target, log, prompts
+from .optim import optimizer_step, scheduled_lr
 
 
 def _feature_path(work: Path, data_file: str) -> Path:
@@ -41,7 +42,7 @@ def _feature_path(work: Path, data_file: str) -> Path:
 def features(args) -> None:
     work = Path(args.work)
     (work / "features").mkdir(exist_ok=True)
-    model, _ = distill._load_target(args.threads)
+    model, _ = load_target(args.threads)
     for data_file in sorted(glob.glob(str(work / "data" / "*.pt"))):
         dst = _feature_path(work, data_file)
         if dst.exists():
@@ -54,7 +55,7 @@ def features(args) -> None:
             hidden = model.model(input_ids=ids).last_hidden_state            # [B, width, H]
             out += [hidden[b, : len(s)].half().clone() for b, s in enumerate(seqs)]
         torch.save(out, dst)
-        distill._log(work, f"features {dst.name}: {len(rows)} sequences in {time.perf_counter() - t0:.0f} s")
+        log(work, f"features {dst.name}: {len(rows)} sequences in {time.perf_counter() - t0:.0f} s")
 
 
 def make_draft(target, layers: int = 1):
@@ -109,7 +110,7 @@ def _run(draft, embed, batch, fed: list[torch.Tensor], noise: float, generator: 
     return draft.model(inputs_embeds=draft.feature_fc(x)).last_hidden_state
 
 
-def _loss(draft, embed, head_w, index_of, batch, noise, reg_weight, generator=None, unroll: int = 1):
+def feature_loss(draft, embed, head_w, index_of, batch, noise, reg_weight, generator=None, unroll: int = 1):
     """Regression to the target's features + cross-entropy of its top-k, averaged over `unroll` levels: level 1
     reads the target's features; level k reads, at each position, the draft's own level k-1 guess of the
     feature before it (as when it drafts its k-th token: EAGLE-3's training-time test, Li et al. 2025).
@@ -142,7 +143,7 @@ def _loss(draft, embed, head_w, index_of, batch, noise, reg_weight, generator=No
 def train(args) -> None:
     work = Path(args.work)
     torch.manual_seed(args.seed)
-    target, _ = distill._load_target(args.threads)
+    target, _ = load_target(args.threads)
     ids = torch.load(work / "vocab.pt").long()
     draft = make_draft(target, args.feature_layers).train()
     embed = target.get_input_embeddings()
@@ -156,23 +157,24 @@ def train(args) -> None:
     params = [p for n, p in draft.named_parameters() if not n.startswith(("model.embed_tokens", "lm_head"))]
     opt = torch.optim.AdamW(params, lr=args.lr, weight_decay=0.0, betas=(0.9, 0.95))
     generator = torch.Generator().manual_seed(args.seed)
-    distill._log(work, f"train (features): {len(seqs)} sequences, {sum(len(s[0]) - s[2] - 1 for s in seqs)} "
+    log(work, f"train (features): {len(seqs)} sequences, {sum(len(s[0]) - s[2] - 1 for s in seqs)} "
                  f"answer tokens; vocab {len(ids)}")
     t0, step, epoch, budget = time.time(), 0, 0, 60 * args.minutes_train
     while time.time() - t0 < budget:
         order = list(range(len(seqs)))
         random.Random(args.seed * 7919 + epoch).shuffle(order)
         for i in range(0, len(order), 8):
-            lr = distill.scheduled_lr(args.lr, step, (time.time() - t0) / budget, warmup=20)
-            loss, overlap = _loss(draft, embed, head_w, index_of, [seqs[j] for j in order[i:i + 8]],
+            lr = scheduled_lr(args.lr, step, (time.time() - t0) / budget, warmup=20)
+            loss, overlap = feature_loss(draft, embed, head_w, index_of, [seqs[j] for j in order[i:i + 8]],
                                   args.feature_noise, args.reg_weight, generator, unroll=args.unroll)
-            distill.optimizer_step(opt, params, loss, lr)
+            optimizer_step(opt, params, loss, lr)
             step += 1
             if step % 50 == 0:
                 with torch.no_grad():
-                    _, watched = _loss(draft.eval(), embed, head_w, index_of, watch, 0.0, args.reg_weight, unroll=3)
+                    _, watched = feature_loss(draft.eval(), embed, head_w, index_of, watch, 0.0, args.reg_weight,
+                                              unroll=3)
                     draft.train()
-                distill._log(work, f"step {step} epoch {epoch} loss {loss.item():.3f} overlap(top-k) {overlap[0]:.3f} "
+                log(work, f"step {step} epoch {epoch} loss {loss.item():.3f} overlap(top-k) {overlap[0]:.3f} "
                              f"watch by depth {[round(w, 3) for w in watched]} lr {lr:.1e} {(time.time() - t0) / 60:.1f} min")
             if time.time() - t0 >= budget:
                 break
@@ -180,7 +182,7 @@ def train(args) -> None:
     own = {k: v for k, v in draft.state_dict().items() if not k.startswith(("model.embed_tokens", "lm_head"))}
     torch.save({"model": own, "step": step, "epoch": epoch, "elapsed": time.time() - t0, "layers": args.feature_layers},
                work / args.checkpoint)
-    distill._log(work, f"train (features) done: {step} steps, {epoch} epochs, {(time.time() - t0) / 60:.1f} min")
+    log(work, f"train (features) done: {step} steps, {epoch} epochs, {(time.time() - t0) / 60:.1f} min")
 
 
 def save(args) -> None:
@@ -190,7 +192,7 @@ def save(args) -> None:
     out.mkdir(parents=True, exist_ok=True)
     for stale in out.iterdir():
         stale.unlink()
-    target, tok = distill._load_target(args.threads)
+    target, tok = load_target(args.threads)
     state = torch.load(work / args.checkpoint)
     draft = make_draft(target, state["layers"])
     draft.load_state_dict(state["model"], strict=False)
@@ -208,22 +210,22 @@ def save(args) -> None:
         "reads": "the target's last hidden state (EAGLE, arXiv:2401.15077)", "layers_from_target": f"the last {state['layers']}",
         "training": {"steps": state["step"], "epochs": state["epoch"], "minutes": round(state["elapsed"] / 60, 1)}},
         indent=1) + "\n")
-    distill._log(work, f"saved {out}: {sum(f.stat().st_size for f in out.iterdir()) / 1e6:.1f} MB")
+    log(work, f"saved {out}: {sum(f.stat().st_size for f in out.iterdir()) / 1e6:.1f} MB")
 
 
 def evaluate(args) -> dict:
     """alpha by drafted position through the engine: SpeculativeDecoder (gamma 4) on held-out prompts,
     mean sum_x min(p, q) over every examined position (those after an acceptance are the target's own
     samples), at T = 1, 0.7 and 0 (at T = 0: the share of positions where the argmaxes agree)."""
-    from ..core.config import DecodeConfig
-    from ..engine.decoders import SpeculativeDecoder
-    from ..engine.loading import load_pair
-    from ..engine.presets import Preset
+    from ...core.config import DecodeConfig
+    from ...engine.decoding.decoders import SpeculativeDecoder
+    from ...engine.models.loading import load_pair
+    from ...engine.models.presets import Preset
 
     work = Path(args.work)
     torch.set_num_threads(args.threads)
     pair = load_pair(Preset(draft=str(args.out), target=smollm2.TARGET_REF, name="smollm2-eval", chat=True), device="cpu")
-    held = distill.prompts("held-out", args.seed)[: args.eval_prompts]
+    held = prompts("held-out", args.seed)[: args.eval_prompts]
     result = {}
     for temp in (1.0, 0.7, 0.0):
         sums, counts, accepted, examined = [0.0] * 4, [0] * 4, 0, 0
@@ -241,7 +243,7 @@ def evaluate(args) -> dict:
         result[f"alpha_by_position_{key}"] = [round(s / max(c, 1), 4) for s, c in zip(sums, counts)]
         result[f"positions_{key}"] = sum(counts)
         result[f"accepted_share_{key}"] = round(accepted / examined, 4)
-        distill._log(work, f"held-out (engine, gamma 4) T={temp:g}: alpha {result[f'alpha_{key}']} by position "
+        log(work, f"held-out (engine, gamma 4) T={temp:g}: alpha {result[f'alpha_{key}']} by position "
                      f"{result[f'alpha_by_position_{key}']} over {sum(counts)} positions")
     (work / "eval_features.json").write_text(json.dumps(result, indent=1))
     return result

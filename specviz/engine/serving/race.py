@@ -12,13 +12,14 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, replace
 
-from ..core.trace import StepRecord
-from .decoders import SpeculativeDecoder, TargetOnlyDecoder
+from ...core.trace import StepRecord
+from ..decoding.decoders import TargetOnlyDecoder
 from . import limits, zerogpu
-from .loading import ModelPair
+from ..decoding.factory import make_decoder
+from ..models.loading import ModelPair
 from .quiet import before_timed_forwards
 from .run import TIMED, RunSettings
-from .settings import current as current_deployment
+from ..settings import current as current_deployment
 
 TARGET_ONLY, SPECULATIVE = "target_only", "speculative"
 
@@ -76,7 +77,7 @@ def _target_only_lane(pair: ModelPair, prompt: str, config) -> Lane:
 
 
 def _speculative_lane(pair: ModelPair, prompt: str, config) -> Lane:
-    decoder = SpeculativeDecoder(pair, prompt, config)
+    decoder = make_decoder(pair, prompt, config)
     kinds, times = [], []
     start = time.perf_counter()
     while not decoder.finished:

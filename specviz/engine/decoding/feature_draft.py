@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import torch
 
-from .cache import CachedModel
+from ..caches.cache import CachedModel
 
 
 def reads_features(model) -> bool:

@@ -1,0 +1,87 @@
+"""Distil the offline SmolLM2-135M-Instruct pair's draft from the target's own answers.
+
+    python -m specviz.tools.distill all --work ~/.cache/specviz/distill --minutes-generate 30 --minutes-train 40
+
+With --draft features (the default) the features, train, save and evaluate stages are those of
+`features.py` (a draft that reads the target's hidden states); --draft layers keeps the plain
+draft described below.
+
+Stages (each resumable: finished shards and checkpoints are kept under --work):
+  generate  the target answers chat prompts written from topic x question templates (training topics
+            only), sampled at several temperatures; each answer position keeps the target's top-k
+            log-probabilities (the logits `generate` computed anyway). Plus Shakespeare passages
+            scored by the target in one forward pass each.
+  vocab     the draft's vocabulary: the most frequent tokens of the target's samples (FR-Spec style).
+  train     the draft: a few of the target's layers (copied as its start), the target's frozen
+            embeddings and head rows for the draft vocabulary; forward KL against the target's top-k.
+  save      the draft's own tensors (layers + final norm, float16) and its vocabulary into --out.
+  evaluate  alpha = E sum_x min(p, q) at T = 1, 0.7 and 0 on the target's answers to held-out prompts
+            (topics never trained on), the draft loaded from --out as the app loads it.
+
+Seeded throughout; every stage runs with one thread (torch.set_num_threads(1)) unless --threads.
+
+The stages live beside this entry: data.py (generate, vocab), layers.py (the plain draft), features.py
+(the feature-reading draft), optim.py (what both train with).
+"""
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from . import features, layers
+from .data import generate, vocab
+
+DEFAULT_OUT = Path(__file__).resolve().parents[3] / "assets" / "models" / "smollm2-draft"
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m specviz.tools.distill", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("stage", choices=("generate", "vocab", "features", "train", "save", "evaluate", "all"))
+    parser.add_argument("--draft", choices=("layers", "features"), default="features",
+                        help="layers: a few of the target's layers on tokens alone; features: one layer reading "
+                             "the target's hidden states (EAGLE; tools/distill/features.py)")
+    parser.add_argument("--work", default=str(Path.home() / ".cache" / "specviz" / "distill"))
+    parser.add_argument("--out", default=str(DEFAULT_OUT))
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--minutes-generate", type=float, default=30)
+    parser.add_argument("--minutes-train", type=float, default=40)
+    parser.add_argument("--batch", type=int, default=48, help="prompts sampled together")
+    parser.add_argument("--shards", type=int, default=0, help="stop after this many batches (0: at the time budget)")
+    parser.add_argument("--max-new", type=int, default=160)
+    parser.add_argument("--temperatures", default="1.0,0.7,1.0,1.2")
+    parser.add_argument("--top-k", type=int, default=32, help="target log-probabilities kept per position")
+    parser.add_argument("--shakespeare-tokens", type=int, default=20000)
+    parser.add_argument("--corpus", default=None,
+                        help="folder of Shakespeare .txt works for the passages (`python -m specviz corpus --out DIR`)")
+    parser.add_argument("--vocab", type=int, default=8192, help="the draft's vocabulary size")
+    parser.add_argument("--layers", default="0,1", help="target layers the draft starts from")
+    parser.add_argument("--lr", type=float, default=5e-4)
+    parser.add_argument("--batch-tokens", type=int, default=2048)
+    parser.add_argument("--tv-weight", type=float, default=0.5)
+    parser.add_argument("--eval-prompts", type=int, default=40)
+    parser.add_argument("--eval-tokens", type=int, default=64)
+    parser.add_argument("--feature-noise", type=float, default=0.1, help="features: uniform noise on the features read")
+    parser.add_argument("--feature-layers", type=int, default=1, help="features: the draft's decoder layers")
+    parser.add_argument("--checkpoint", default="train_features.pt", help="features: the training checkpoint under --work")
+    parser.add_argument("--unroll", type=int, default=2, help="features: levels of the draft reading its own guesses")
+    parser.add_argument("--reg-weight", type=float, default=1.0, help="features: weight of the feature regression")
+    args = parser.parse_args(argv)
+    Path(args.work).mkdir(parents=True, exist_ok=True)
+    if args.draft == "features":
+        stages = {"generate": generate, "vocab": vocab, "features": features.features,
+                  "train": features.train, "save": features.save, "evaluate": features.evaluate}
+    else:
+        stages = {"generate": generate, "vocab": vocab, "train": layers.train, "save": layers.save,
+                  "evaluate": layers.evaluate}
+    if args.stage not in stages and args.stage != "all":
+        parser.error(f"the {args.stage} stage belongs to --draft features")
+    if args.stage in ("generate", "all") and args.shakespeare_tokens and not args.corpus:
+        parser.error("--shakespeare-tokens needs --corpus DIR (python -m specviz corpus --out DIR), or 0")
+    for stage in stages if args.stage == "all" else (args.stage,):
+        stages[stage](args)
+
+
+if __name__ == "__main__":
+    main()
