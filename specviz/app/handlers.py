@@ -180,6 +180,7 @@ def stop_handler(session):
 
 @with_lock
 def reset_handler(session, notation, lang: str = "en"):
+    session.keep_run()  # the run so far stays one request of the per-request histogram
     session.playing, session.run, session.viewing = False, None, None
     notation, status = _notation(notation, lang)
     return session, build_view(session, notation, status if status.error else

@@ -14,6 +14,7 @@ from ..core.notation import NOTATIONS
 from ..engine.models.presets import PRESETS, default_preset
 from ..engine.models.policy import offered_presets
 from ..present import render
+from ..present.debug_panels import DEFAULT_DRAFTS, DEFAULT_GAMMAS, requests_panel, whatif_panel
 from ..present.race import race_html
 from ..present.views import REJECTION_COLUMNS, Session
 from ..present.i18n import CATALOGUE, LANGUAGES, tr
@@ -84,10 +85,26 @@ class StepView:
 
 
 @dataclass(frozen=True, eq=False)
+class AcceptancePanels:
+    """In the debugging accordion (issue 37): what if at other γ and k (#whatif-*), and each run as a request
+    of the per-request acceptance-length histogram (#request-*)."""
+    curve: object      # a typed per-position curve a₁, a₂, … (empty: the run's)
+    cost: object       # a typed cost ratio c (empty: the run's)
+    gammas: object
+    drafts: object
+    run: object
+    table: object
+    plot: object
+    note: object
+    histogram: object
+
+
+@dataclass(frozen=True, eq=False)
 class DebugView:
-    """The debugging accordion: analytics, the rejections, the gamma sweep and the exports."""
+    """The debugging accordion: analytics, what if and per request, the rejections, the gamma sweep and the exports."""
     analytics: object
     analytics_plot: object
+    panels: AcceptancePanels
     rejections: object
     most_rejected: object
     sweep_btn: object
@@ -272,6 +289,7 @@ def debug_view(T) -> DebugView:
     with gr.Accordion(T("lbl.debug"), open=False, elem_id="debug"):
         analytics = gr.HTML(render.analytics_html({}), elem_id="analytics")
         analytics_plot = gr.Plot(show_label=False, elem_id="analytics-plot")
+        panels = acceptance_panels(T)
         with gr.Row(elem_id="rejections-row"):
             rejections = gr.Dataframe(headers=REJECTION_COLUMNS, value=[], interactive=False, max_height=320,
                                       label=T("lbl.rejections"), elem_id="rejections", scale=3, min_width=260)
@@ -283,9 +301,34 @@ def debug_view(T) -> DebugView:
             json_file = gr.File(label=T("lbl.json"), elem_id="export-json")
             csv_file = gr.File(label=T("lbl.csv"), elem_id="export-csv")
         traces_json = gr.JSON(visible=False, elem_id="traces-json")
-    return DebugView(analytics=analytics, analytics_plot=analytics_plot, rejections=rejections,
+    return DebugView(analytics=analytics, analytics_plot=analytics_plot, panels=panels, rejections=rejections,
                      most_rejected=most_rejected, sweep_btn=sweep_btn, sweep_plot=sweep_plot, export_btn=export_btn,
                      json_file=json_file, csv_file=csv_file, traces_json=traces_json)
+
+
+def acceptance_panels(T) -> AcceptancePanels:
+    """The what-if panel (#whatif-panel) and the per-request panel (#request-panel), each in a group."""
+    with gr.Group(elem_id="whatif-panel"):
+        gr.Markdown(T("wi.head"))
+        with gr.Row(elem_id="whatif-settings"):
+            curve = gr.Textbox("", label=T("wi.curve"), placeholder="0.9, 0.75, 0.6", elem_id="whatif-curve",
+                               max_lines=1, scale=3, min_width=220)
+            cost = gr.Textbox("", label=T("wi.cost"), placeholder="0.1", elem_id="whatif-cost", max_lines=1,
+                              scale=2, min_width=180)
+            gammas = gr.Textbox(DEFAULT_GAMMAS, label=T("wi.gammas"), elem_id="whatif-gammas", max_lines=1, scale=1,
+                                min_width=140)
+            drafts = gr.Textbox(DEFAULT_DRAFTS, label=T("wi.drafts"), elem_id="whatif-drafts", max_lines=1, scale=1,
+                                min_width=140)
+        run = gr.Button(T("wi.run"), elem_id="whatif-run")
+        table = gr.HTML(whatif_panel(None, [], "", "", DEFAULT_GAMMAS, DEFAULT_DRAFTS)[0], elem_id="whatif-table",
+                        min_height=0)
+        plot = gr.Plot(show_label=False, elem_id="whatif-plot")
+    with gr.Group(elem_id="request-panel"):
+        gr.Markdown(T("rq.head"))
+        note = gr.HTML(requests_panel([])[0], elem_id="request-note", min_height=0)
+        histogram = gr.Plot(show_label=False, elem_id="request-histogram")
+    return AcceptancePanels(curve=curve, cost=cost, gammas=gammas, drafts=drafts, run=run, table=table, plot=plot,
+                            note=note, histogram=histogram)
 
 
 def playground_drafts_section(T) -> dict:

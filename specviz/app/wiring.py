@@ -15,6 +15,7 @@ from ..engine.serving.limits import event_deadline
 from ..engine.models.presets import PRESETS
 from ..engine.settings import current as current_deployment
 from ..present import render
+from ..present.debug_panels import debug_panels_view
 from ..present.errors import localize
 from ..present.i18n import CATALOGUE, LANGUAGES, tr
 from ..present.race import race_html
@@ -40,12 +41,13 @@ def build_app() -> gr.Blocks:
 def wire(demo: gr.Blocks, page: Page) -> None:
     """Each group's events, one function a group (a new group: its own wire_* function, called here). Handlers
     of one trigger run in the order they were wired: #lang's own before the playground's."""
-    wire_step(page)
+    stepping = wire_step(page)
     wire_race(page)
     loaded = wire_toolbar(demo, page)
     wire_view(page)
     wire_settings(page)
     wire_debug(demo, page)
+    wire_acceptance_panels(page, after=stepping)
     wire_playground(page.pg, page.settings.notation, page.toolbar.lang, LIGHT, loaded)
     wire_session(demo)
 
@@ -102,8 +104,8 @@ def shown_view(page: Page, s, n, step, code) -> dict:
     return {page.session: s, **updates(page, view)}
 
 
-def wire_step(page: Page) -> None:
-    """Step, Play (a timer's ticks) and Reset."""
+def wire_step(page: Page) -> list:
+    """Step, Play (a timer's ticks) and Reset; returns their events (what shows a run redraws after them)."""
     session, timer, c = page.session, page.timer, page.controls
 
     def on_step(session_state, notation, preset, prompt, gamma, temperature, top_k, top_p, kl_budget, seed,
@@ -137,15 +139,16 @@ def wire_step(page: Page) -> None:
     decoding = [session, page.settings.notation, *knobs(page), page.toolbar.lang, page.settings.drafter]
     # trigger_mode="multiple": quick presses queue (5 presses = 5 steps), serialised by the session's lock;
     # no progress display: it kept the browser busy exactly while the round's forwards were being timed
-    c.step_btn.click(on_step, decoding, all_views(page), api_name="step", trigger_mode="multiple",
-                     show_progress="hidden", **model_queue(), **RAW)
+    stepped = c.step_btn.click(on_step, decoding, all_views(page), api_name="step", trigger_mode="multiple",
+                               show_progress="hidden", **model_queue(), **RAW)
     tick = timer.tick(on_tick, decoding, [*all_views(page), timer, c.play_btn], api_visibility="private",
                       show_progress="hidden", **model_queue(), **RAW)
     c.play_btn.click(on_play, [session, page.toolbar.speed, page.toolbar.lang], [session, timer, c.play_btn],
                      **LIGHT)
-    c.reset_btn.click(on_stop, [session, page.toolbar.lang], [session, timer, c.play_btn], cancels=[tick],
-                      **LIGHT).then(on_reset, [session, page.settings.notation], all_views(page), api_name="reset",
-                                    concurrency_limit=None, **RAW)
+    was_reset = c.reset_btn.click(on_stop, [session, page.toolbar.lang], [session, timer, c.play_btn],
+                                  cancels=[tick], **LIGHT).then(on_reset, [session, page.settings.notation], all_views(page),
+                                                api_name="reset", concurrency_limit=None, **RAW)
+    return [stepped, tick, was_reset]
 
 
 def wire_race(page: Page) -> None:
@@ -245,6 +248,19 @@ def wire_debug(demo: gr.Blocks, page: Page) -> None:
                       **model_queue(), api_visibility="private")
     d.export_btn.click(on_export, [page.session], [d.json_file, d.csv_file, d.traces_json], api_name="traces",
                        **LIGHT_PUBLIC)
+
+
+def wire_acceptance_panels(page: Page, after: list) -> None:
+    """The what-if and per-request panels redraw on their button, Enter in a typed setting and #lang, and after
+    each event in `after` (Step, Play's tick, Reset: the events that change the run they show); unqueued, under
+    the session's lock."""
+    p = page.debug.panels
+    inputs = [page.session, p.curve, p.cost, p.gammas, p.drafts, page.toolbar.lang]
+    outputs = [p.table, p.plot, p.note, p.histogram]
+    gr.on([p.run.click, p.curve.submit, p.cost.submit, p.gammas.submit, p.drafts.submit, page.toolbar.lang.change],
+          debug_panels_view, inputs, outputs, **LIGHT)
+    for event in after:
+        event.then(debug_panels_view, inputs, outputs, **LIGHT)
 
 
 def wire_session(demo: gr.Blocks) -> None:

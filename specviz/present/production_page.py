@@ -8,7 +8,7 @@ import plotly.graph_objects as go
 
 from .palette import ACCEPT_COLOUR, FINAL_COLOUR, OVERLAP_COLOUR, TARGET_COLOUR
 from .plotting import base_layout, plain_figure
-from .report_page import figure_div, page
+from .report_page import figure_div, forms_table, page, per_request_figure
 
 
 def production_text(s: dict) -> str:
@@ -70,4 +70,9 @@ def production_html(s: dict) -> str:
         body += figure_div(position_figure(s), "positions")
     if s.get("expected_speedup_by_gamma"):
         body += figure_div(speedup_curve_figure(s), "speedup-by-gamma")
+    if s.get("per_request"):  # vLLM's per-request stats from response bodies
+        by_gamma = {str(s["gamma"] or 0): {"per_request": s["per_request"]}}
+        body += ("<h2>Per request</h2><p class='muted'>vLLM's per-request stats (metrics.speculative_decoding in each "
+                 f"response body): {html.escape(s.get('per_request_interval') or s['interval'])}.</p>"
+                 + figure_div(per_request_figure(by_gamma), "per-request-histogram") + forms_table(by_gamma))
     return page("specviz report: production metrics", body)

@@ -162,17 +162,21 @@ def prompt_table(prompts: list[dict]) -> str:
             f"<th>mean acceptance length</th><th>speedup</th></tr>{rows}</table>")
 
 
-def per_request_figure(by_gamma: dict) -> go.Figure:
-    """Requests (prompt × run) by their own acceptance length, one bar series per γ: a degenerate prompt shows apart."""
+def per_request_figure(by_gamma: dict, title: str = "Per request: requests by acceptance length (tokens a round, "
+                       "bonus included)", x_title: str = "acceptance length", y_title: str = "requests",
+                       series: str = "γ {g}") -> go.Figure:
+    """Requests (prompt × run) by their own acceptance length, one bar series per γ: a degenerate prompt shows apart.
+    The words default to the report's English; the app passes its own language's."""
     data = []
     for g, m in sorted(by_gamma.items(), key=lambda kv: int(kv[0])):
         h = m.get("per_request", {}).get("acceptance_length_histogram") or {"edges": [], "counts": []}
         data.append({"type": "bar", "x": [f"{a:g}–{b:g}" for a, b in zip(h["edges"], h["edges"][1:])], "y": h["counts"],
-                     "name": f"γ {g}"})
-    return plain_figure(data, base_layout("Per request: requests by acceptance length (tokens a round, bonus included)",
-                                          320, barmode="group", xaxis={"title": {"text": "acceptance length"},
-                                                                       "type": "category"},
-                                          yaxis={"title": {"text": "requests"}}))
+                     "name": series.format(g=g)})
+    most = max((max(d["y"], default=0) for d in data), default=0)
+    return plain_figure(data, base_layout(title, 320, barmode="group", xaxis={"title": {"text": x_title},
+                                                                           "type": "category"},
+                                          yaxis={"title": {"text": y_title}, "rangemode": "tozero",
+                                                 **({"dtick": 1} if most <= 10 else {})}))  # whole requests
 
 
 def forms_table(by_gamma: dict) -> str:

@@ -27,6 +27,9 @@ from .plotting import empty_figure
 from .render import Status
 
 
+KEPT_RUNS = 20  # runs ("requests") a tab keeps for the per-request histogram, the current one included
+
+
 class Session:
     """One browser tab's run (a plain class: gradio copies the initial value per tab, see __deepcopy__)."""
 
@@ -40,6 +43,7 @@ class Session:
         self.notice = ""                     # said with the next Step (e.g. that an earlier run expired)
         self.export_dir: str | None = None   # this session's one export folder (JSON + CSV), replaced by the next
         self.races = 0                       # races run: which side goes first alternates
+        self.kept_runs: list[list] = []      # earlier runs' StepRecords (requests), oldest first
 
     def __deepcopy__(self, memo):  # gr.State deep-copies its initial value for each tab: a fresh session
         return Session()
@@ -51,7 +55,14 @@ class Session:
     def release(self) -> None:
         """Free the run and its export now: the tab closed or the session expired."""
         self.run, self.viewing, self.playing = None, None, False
+        self.kept_runs = []
         drop_export(self)
+
+    def keep_run(self) -> None:
+        """Keep the current run's StepRecords (a request of the per-request histogram) before it is replaced;
+        the oldest go beyond KEPT_RUNS - 1, leaving room for the next run."""
+        if self.run is not None and self.traces:
+            self.kept_runs = [*self.kept_runs, self.run.timings()[0]][-(KEPT_RUNS - 1):]
 
 
 def with_lock(fn):
@@ -141,6 +152,7 @@ def step_session(session: Session, settings: RunSettings, lang: str = "en") -> S
     note, session.notice = session.notice, ""
     if session.run is None or session.run.settings != settings:
         note += tr(lang, "msg.settings_changed") if session.traces else ""
+        session.keep_run()
         session.run, session.viewing = ComparedRun(settings), None
         if session.run.capture_s:  # paid once, before the first timed step: said, not hidden in a timing
             note += tr(lang, "msg.graphs_captured", s=f"{session.run.capture_s:.2f}")

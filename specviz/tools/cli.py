@@ -312,7 +312,8 @@ def add_report(sub) -> None:
     report.add_argument("--out", required=True, help="folder to write into")
     report.add_argument("--from-metrics", action="append", metavar="FILE_OR_URL",
                         help="a vLLM or SGLang Prometheus scrape (file or http URL) instead of running models; "
-                             "twice: the rates between two scrapes")
+                             "twice: the rates between two scrapes; or a JSON Lines / JSON array file of vLLM "
+                             "response bodies with metrics.speculative_decoding (--per-request-spec-decode-metrics)")
     report.add_argument("--cost-ratio", type=float, default=None,
                         help="with --from-metrics: draft/target forward cost c (else measured on --preset/--draft/--target)")
     report.set_defaults(func=cmd_report)
@@ -325,7 +326,8 @@ def add_whatif(sub) -> None:
     what.add_argument("--per-position", help="accepted at position i over rounds (vLLM's form), e.g. 0.9,0.75,0.6")
     what.add_argument("--from-report", metavar="DIR", help="a `report --out` folder: its largest γ's curve and c")
     what.add_argument("--from-metrics", action="append", metavar="FILE_OR_URL",
-                      help="a vLLM/SGLang/llama.cpp Prometheus scrape (twice: the rates between two scrapes)")
+                      help="a vLLM/SGLang/llama.cpp Prometheus scrape (twice: the rates between two scrapes), or "
+                           "a file of vLLM response bodies with per-request stats")
     what.add_argument("--cost-ratio", type=float, default=None, help="c: one draft forward over one target forward")
     what.add_argument("--draft-ms", type=float, default=None, help="one draft forward, ms (with --target-ms)")
     what.add_argument("--target-ms", type=float, default=None, help="one target forward, ms (with --draft-ms)")

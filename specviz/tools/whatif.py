@@ -13,7 +13,6 @@ from pathlib import Path
 
 from ..core import whatif
 from ..core.config import DRAFTS_MAX, DRAFTS_MIN, GAMMA_MAX, GAMMA_MIN
-from ..core.production import spec_decode_summary
 
 
 def parse_rates(flag: str, text: str) -> list[float]:
@@ -53,9 +52,9 @@ def curve_from_report(folder: str) -> dict:
 
 def curve_from_metrics(sources: list[str]) -> dict:
     """vLLM's per-position counters; without them (llama.cpp, SGLang) the i.i.d. curve alpha^i of the mean length."""
-    from .report_metrics import read_scrape
+    from .report_metrics import metrics_summary, read_scrape
 
-    s = spec_decode_summary([read_scrape(x) for x in sources])
+    s = metrics_summary(sources, [read_scrape(x) for x in sources])
     if s.get("per_position_acceptance"):
         return {"per_position": s["per_position_acceptance"], "cost_ratio": None, "sibling_rates": [],
                 "source": f"{s['engine']} per-position counters ({s['interval']})"}

@@ -1,0 +1,45 @@
+"""The debugging view's what-if and per-request panels on real runs of the bundled pair, and their wiring."""
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from specviz.app.handlers import reset_handler, step_handler
+from specviz.present.debug_panels import debug_panels_view
+from specviz.present.views import Session
+
+KNOBS = ["shakespeare", "ROMEO.\nBut soft", 4, 1.0, 0, 1.0, 0.0, 3, 40]  # T = 1: rejections and bonus tokens
+
+
+def test_each_run_is_a_request_and_the_table_follows_the_run(pair):
+    session = Session()
+    for _ in range(4):
+        session, _ = step_handler(session, "leviathan", *KNOBS, "", "", 1)
+    first = [t.n_accepted for t in session.traces]
+    knobs = list(KNOBS)
+    knobs[7] = 5  # another seed: a new run, the first one kept as a request
+    for _ in range(3):
+        session, _ = step_handler(session, "leviathan", *knobs, "", "", 1)
+    table, plot, note, histogram = debug_panels_view(session, "", "0.2", "1,2,4", "1,2", "en")
+    assert len(session.kept_runs) == 1 and [r.n_accepted for r in session.kept_runs[0]] == first
+    assert sum(sum(t.y) for t in histogram.data) == 2 and "<tr><td>4</td><td>2</td>" in note
+    curve = session.run.metrics()["per_position_acceptance"]
+    rows = re.findall(r"<tr(?: class=best)?><td>(\d+)</td><td>1</td><td>([\d.]+)</td>", table)  # k = 1
+    assert [int(g) for g, _ in rows] == [1, 2, 4]
+    assert [float(length) for _, length in rows] == pytest.approx([1 + sum(curve[:g]) for g in (1, 2, 4)], abs=5e-4)
+    assert any(t.correction.kind == "resampled" for t in session.traces)  # so k = 2 has rejections to predict from
+    assert "predicted from this run's rejections" in table and len(plot.data) == 3  # k = 1, k = 2, the star
+    session, _ = reset_handler(session, "leviathan")
+    *_, note, histogram = debug_panels_view(session, "", "0.2", "1", "1", "en")
+    assert len(session.kept_runs) == 2 and sum(sum(t.y) for t in histogram.data) == 2
+
+
+def test_the_panels_redraw_after_step_play_and_reset():
+    from specviz.app.wiring import build_app
+
+    demo = build_app()
+    ids = {block._id: getattr(block, "elem_id", None) for block in demo.blocks.values()}
+    redraws = [d for d in demo.fns.values() if "whatif-table" in {ids.get(o._id) for o in d.outputs}]
+    # the button, Enter in each setting and #lang (one event), then one after Step, one after a tick, one after Reset
+    assert len(redraws) == 4 and all(d.api_visibility == "private" for d in redraws)

@@ -1,0 +1,179 @@
+"""The debugging view's what-if and per-request panels (present/debug_panels.py), without models.
+
+A stand-in run carries hand-set metrics and StepRecord-like rounds; the oracles are the formulas written out
+by hand (1 + a₁ + … + a_γ, L / (γc + 1), 1 + accepted / rounds, bins of 0.25 from 1), sharing no code with
+core.whatif or core.conventions.
+"""
+from __future__ import annotations
+
+import html
+import re
+from typing import NamedTuple
+
+import pytest
+
+from specviz.present.debug_panels import debug_panels_view, requests_panel, whatif_panel
+from specviz.present.views import KEPT_RUNS, Session
+
+
+class Rec(NamedTuple):
+    gamma: int
+    n_accepted: int
+    n_examined: int
+
+
+def rounds(gamma: int, accepted: list[int]) -> list[Rec]:
+    return [Rec(gamma, a, min(a + 1, gamma)) for a in accepted]
+
+
+class StandIn:
+    """What the panels read of a ComparedRun: metrics(), traces, timings()."""
+
+    def __init__(self, metrics: dict, records: list):
+        self._metrics, self._records = metrics, records
+        self.traces = list(records)  # non-empty: the session counts it as stepped
+
+    def metrics(self) -> dict:
+        return self._metrics
+
+    def timings(self):
+        return list(self._records), []
+
+
+def table_rows(page: str) -> list[tuple]:
+    """(gamma, k, length, tokens per pass, speedup, best?) of each table row."""
+    out = []
+    for attrs, cells in re.findall(r"<tr( class=best)?><td>(.*?)</tr>", page):
+        values = re.findall(r"[\d.]+", cells.replace("</td><td>", " "))
+        out.append((int(values[0]), int(values[1]), float(values[2]), float(values[3]), float(values[4]), bool(attrs)))
+    return out
+
+
+CURVE = [0.9, 0.72, 0.504]  # conditional 0.9, 0.8, 0.7
+
+
+def by_hand(gamma: int) -> float:
+    a, cond = list(CURVE), 0.504 / 0.72
+    while len(a) < gamma:
+        a.append(a[-1] * cond)
+    return 1 + sum(a[:gamma])
+
+
+def test_the_table_of_a_run_matches_the_formulas_and_marks_the_best():
+    session = Session()
+    session.run = StandIn({"steps": 12, "gamma": 3, "per_position_acceptance": CURVE, "cost_ratio_c": 0.2,
+                           "warming_up": False}, rounds(3, [3] * 12))
+    page, figure, _, _ = debug_panels_view(session, "", "", "1,2,3,5,8", "1", "en")
+    rows = table_rows(page)
+    assert [r[0] for r in rows] == [1, 2, 3, 5, 8]
+    speedups = {}
+    for gamma, k, length, tokens, speedup, _ in rows:
+        assert k == 1 and length == pytest.approx(by_hand(gamma), abs=5e-4) and tokens == length
+        speedups[gamma] = by_hand(gamma) / (gamma * 0.2 + 1)
+        assert speedup == pytest.approx(speedups[gamma], abs=5e-3)
+    best = max(speedups, key=speedups.get)
+    assert [r[0] for r in rows if r[5]] == [best] and "★" in page
+    assert "measured in this run" in page and "0.200" in page
+    assert figure.data[-1].x == (best,)  # the starred point
+
+
+def test_a_typed_curve_and_cost_replace_the_run():
+    page, _ = whatif_panel(None, [], "0.9, 0.72, 0.504", "0.5", "2", "1", "en")
+    (row,) = table_rows(page)
+    assert row[2] == pytest.approx(2.62) and row[4] == pytest.approx(2.62 / 2, abs=5e-3)
+    assert "typed" in page
+
+
+@pytest.mark.parametrize("curve, cost, gammas, drafts, says", [
+    ("1.2", "0.1", "1,2", "1", "per-position acceptance: numbers in [0, 1]"),
+    ("abc", "0.1", "1,2", "1", "per-position acceptance: numbers in [0, 1]"),
+    (" , ", "0.1", "1,2", "1", "per-position acceptance: give at least one value"),
+    ("0.5, 0.7", "0.1", "1,2", "1", "per-position acceptance must not rise"),
+    (",".join(["0.5"] * 17), "0.1", "1,2", "1", "per-position acceptance: at most 16 values"),
+    ("0.9", "0", "1,2", "1", "cost ratio c: a number > 0"),
+    ("0.9", "-1", "1,2", "1", "cost ratio c: a number > 0"),
+    ("0.9", "fast", "1,2", "1", "cost ratio c: a number > 0"),
+    ("0.9", "0.1", "0,2", "1", "γ values: whole numbers in 1..16"),
+    ("0.9", "0.1", "2.5", "1", "γ values: whole numbers in 1..16"),
+    ("0.9", "0.1", "", "1", "γ values: give at least one value"),
+    ("0.9", "0.1", ",".join(["2"] * 17), "1", "γ values: at most 16 values"),
+    ("0.9", "0.1", "1,2", "5", "k (drafts per depth): whole numbers in 1..4"),
+    ("0.9", "0.1", "1,2", "2", "k (drafts per depth) above 1 needs"),  # no run: no rejections to predict from
+    ("0.9", "x" * 300, "1,2", "1", "cost ratio c: a number > 0"),
+    ("0.9" + " " * 300, "0.1", "1,2", "1", "per-position acceptance: at most 200 characters"),
+])
+def test_bad_settings_give_a_message_naming_the_setting(curve, cost, gammas, drafts, says):
+    page, figure = whatif_panel(None, [], curve, cost, gammas, drafts, "en")
+    page = html.unescape(page)
+    assert "message-error" in page and says in page and "Traceback" not in page
+    assert not figure.data  # no stale curve beside the message
+
+
+def test_no_run_and_nothing_typed_is_a_hint_and_the_cost_needs_measuring():
+    page, _ = whatif_panel(None, [], "", "", "1,2", "1", "en")
+    assert "message-error" not in page and "Step first" in page
+    page, _ = whatif_panel({"steps": 2, "gamma": 2, "per_position_acceptance": [0.5, 0.2], "cost_ratio_c": None},
+                           [], "", "", "1,2", "1", "en")
+    assert "cost ratio c: not measured yet" in page
+
+
+def test_messages_speak_the_page_language():
+    page, _ = whatif_panel(None, [], "1.5", "0.1", "1", "1", "zh")
+    assert "各位置接受率" in page and "[0, 1]" in page
+    page, _ = whatif_panel(None, [], "0.9", "0", "1", "1", "ja")
+    assert "コスト比 c" in page
+
+
+def test_the_per_request_histogram_counts_a_hand_built_tab():
+    runs = [rounds(4, [4, 4, 0]),        # length 1 + 8/3 = 3.667
+            rounds(4, [1, 1]),           # 2.0
+            rounds(2, [2, 2, 2, 0])]     # 1 + 6/4 = 2.5
+    note, figure = requests_panel(runs, "en")
+    bars = {trace.name: (list(trace.x), list(trace.y)) for trace in figure.data}
+    # γ 4: bins of 0.25 from 1 up to the bin holding 3.667 (the 11th): 2.0 in [2, 2.25), 3.667 in [3.5, 3.75)
+    x4, y4 = bars["γ 4"]
+    assert len(y4) == 11 and sum(y4) == 2 and y4[4] == 1 and y4[10] == 1 and x4[4] == "2–2.25"
+    x2, y2 = bars["γ 2"]
+    assert y2 == [0, 0, 0, 0, 0, 0, 1] and x2[-1] == "2.5–2.75"
+    # pooled over γ 4's 5 rounds: (8 + 2) / 5 accepted a round; mean over its 2 requests (3.667 + 2) / 2
+    row4 = re.search(r"<tr><td>4</td><td>2</td>(.*?)</tr>", note).group(1)
+    alpha_pooled, alpha_mean, length_pooled, length_mean = (float(x) for x in re.findall(r"[\d.]+", row4))
+    assert length_pooled == pytest.approx(1 + 10 / 5, abs=5e-3)
+    assert length_mean == pytest.approx((1 + 8 / 3 + 2.0) / 2, abs=5e-3)
+    # tested: run A 4 + 4 + 1, run B 2 + 2
+    assert alpha_pooled == pytest.approx(10 / 13, abs=5e-4)
+    assert alpha_mean == pytest.approx((8 / 9 + 2 / 4) / 2, abs=5e-4)
+    assert "one run" in note
+
+
+def test_a_tab_keeps_its_last_runs_as_requests():
+    session = Session()
+    for i in range(KEPT_RUNS + 5):
+        session.run = StandIn({}, rounds(2, [i % 3]))
+        session.keep_run()
+    assert len(session.kept_runs) == KEPT_RUNS - 1
+    assert [r[0].n_accepted for r in session.kept_runs[-3:]] == [(KEPT_RUNS + 2) % 3, (KEPT_RUNS + 3) % 3,
+                                                                  (KEPT_RUNS + 4) % 3]
+    *_, note, figure = debug_panels_view(session, "", "", "1", "1", "en")
+    assert sum(sum(t.y) for t in figure.data) == KEPT_RUNS  # the kept runs and the current one
+    session.release()
+    assert session.kept_runs == []
+
+
+@pytest.mark.parametrize("lang", ["zh", "ja"])
+def test_the_panels_carry_no_english_in_zh_and_ja(lang):
+    from tests.present.test_i18n_views import english_in, figure_words
+
+    session = Session()
+    session.kept_runs = [rounds(3, [1, 3])]
+    session.run = StandIn({"steps": 12, "gamma": 3, "per_position_acceptance": CURVE, "cost_ratio_c": 0.2,
+                           "warming_up": True}, rounds(3, [3, 0, 2]))
+    table, plot, note, histogram = debug_panels_view(session, "", "", "1,2,4", "1", lang)
+    for part in (table, note, figure_words(plot), figure_words(histogram)):
+        assert english_in(part) == [], part
+    for bad in (("1.5", "", "1", "1"), ("0.5, 0.7", "", "1", "1"), ("0.9", "0", "1", "1"), ("0.9", "", "1", "1"),
+                ("0.9", "0.1", "99", "1"), ("0.9", "0.1", "1", "9"), ("0.9", "0.1", ",", "1"), ("0.9", "0.1", "1", "2")):
+        page, _ = whatif_panel(None, [], *bad, lang)
+        assert "message-error" in page and english_in(page) == [], page
+    page, _ = whatif_panel(None, [], "", "", "1", "1", lang)
+    assert english_in(page) == [], page
