@@ -210,7 +210,23 @@ def requests_panel(runs: list[list], lang: str = "en") -> tuple[str, go.Figure]:
     figure = per_request_figure(by_gamma, title=tr(lang, "rq.fig_title"), x_title=tr(lang, "rq.fig_x"),
                                 y_title=tr(lang, "rq.fig_y"), series="γ {g}")
     table = f'<div class="wi-scroll"><table class="analytics requests-table"><tr>{head}</tr>{rows}</table></div>'
-    return said + table + _definitions(["rq.def_length", "rq.def_alpha", "rq.def_pooled"], lang), figure
+    forms = {g: m["per_request"] for g, m in by_gamma.items()}
+    return (said + table + ranking_notes(forms, lang)
+            + _definitions(["rq.def_length", "rq.def_alpha", "rq.def_pooled"], lang)), figure
+
+
+def ranking_notes(forms: dict, lang: str) -> str:
+    """A sentence for each figure (α, acceptance length) whose pooled form and mean over requests order the
+    γ values differently: two honest numbers that would settle an argument in opposite directions."""
+    notes = []
+    for what, pooled, mean in (("rq.what_alpha", "alpha_pooled", "alpha_mean_over_requests"),
+                               ("rq.what_length", "acceptance_length_pooled", "acceptance_length_mean_over_requests")):
+        by_pooled, by_mean = (sorted(forms, key=lambda g, k=key: -forms[g][k]) for key in (pooled, mean))
+        if len(forms) > 1 and by_pooled != by_mean:
+            shown = lambda order, key: ", ".join(f"γ {g} ({forms[g][key]:.3f})" for g in order)  # noqa: E731
+            notes.append(tr(lang, "rq.ranks_differ", what=tr(lang, what), pooled=shown(by_pooled, pooled),
+                            mean=shown(by_mean, mean)))
+    return "".join(f'<p class="ranking-note">{n}</p>' for n in notes)
 
 
 def session_runs(session: Session) -> list[list]:

@@ -146,6 +146,19 @@ def test_the_per_request_histogram_counts_a_hand_built_tab():
     assert "one run" in note
 
 
+def test_a_sentence_says_when_pooled_and_per_request_rank_the_gammas_differently():
+    # γ 4: one long run at length 3 and one short at 1 -> pooled (1 + 20/11) 2.82, mean over requests 2.0;
+    # γ 2: two runs at length 2.5 -> 2.5 both ways. Pooled ranks γ 4 first, the mean over requests γ 2.
+    runs = [rounds(4, [2] * 10), rounds(4, [0]), rounds(2, [2, 1]), rounds(2, [2, 1])]
+    note, _ = requests_panel(runs, "en")
+    # α agrees: γ 2 is 3/4 both ways; γ 4 is 20/31 pooled and (20/30 + 0/1) / 2 over requests, lower either way
+    said = re.findall(r'<p class="ranking-note">(.*?)</p>', note)
+    assert len(said) == 1
+    assert "acceptance length: pooled γ 4 (2.818), γ 2 (2.500); mean over requests γ 2 (2.500), γ 4 (2.000)" in said[0]
+    agreeing = [rounds(4, [3, 3]), rounds(2, [0, 1])]
+    assert "ranking-note" not in requests_panel(agreeing, "en")[0]
+
+
 def test_a_tab_keeps_its_last_runs_as_requests():
     session = Session()
     for i in range(KEPT_RUNS + 5):
