@@ -10,11 +10,11 @@ from collections import OrderedDict
 
 from ..core.notation import letters, notation_key
 from ..engine.decoding.decoders import DecodingFinished
-from ..engine.serving.limits import event_deadline
-from ..engine.settings import current as current_deployment
-from ..engine.models.presets import ModelLoadError
 from ..engine.models.policy import scrub_paths
+from ..engine.models.presets import ModelLoadError
+from ..engine.serving.limits import event_deadline
 from ..engine.serving.race import run_race
+from ..engine.settings import current as current_deployment
 from ..present.errors import localize
 from ..present.i18n import CATALOGUE, tr
 from ..present.race import race_html

@@ -11,15 +11,14 @@ import gradio as gr
 from ..core import playground
 from ..core.config import DRAFTERS, DRAFTS_MAX, DRAFTS_MIN, GAMMA_MAX, GAMMA_MIN, TOP_K_OFF, TOP_P_OFF
 from ..core.notation import NOTATIONS
-from ..engine.models.presets import PRESETS, default_preset
 from ..engine.models.policy import offered_presets
+from ..engine.models.presets import PRESETS, default_preset
 from ..present import render
 from ..present.debug_panels import DEFAULT_DRAFTS, DEFAULT_GAMMAS, requests_panel, whatif_panel
+from ..present.i18n import CATALOGUE, LANGUAGES, tr
 from ..present.race import race_html
 from ..present.views import REJECTION_COLUMNS, Session
-from ..present.i18n import CATALOGUE, LANGUAGES, tr
 from .handlers import SESSION_TTL_S, intro, release_session, what_you_see
-
 
 # The page in groups, each made by its own function below and wired by its own function in wiring.py.
 # gradio components are not dataclass-comparable: each group keeps identity equality and hashing.

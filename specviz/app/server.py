@@ -9,9 +9,9 @@ import gradio as gr
 
 from ..engine.models.loading import check_offer, load_pair
 from ..engine.models.presets import ModelLoadError, default_preset
-from ..engine.settings import current as current_deployment
 from ..engine.serving.threads import use_serving_threads
 from ..engine.serving.zerogpu import load_offered_pairs
+from ..engine.settings import current as current_deployment
 from ..present.palette import css_variables
 from .gradio_internals import protect_sessions
 from .handlers import QUEUE_STATUS_S, session_worth

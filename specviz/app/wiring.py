@@ -11,22 +11,48 @@ import json
 import gradio as gr
 
 from ..core import playground
-from ..engine.serving.limits import event_deadline
 from ..engine.models.presets import PRESETS
+from ..engine.serving.limits import event_deadline
 from ..engine.settings import current as current_deployment
 from ..present import render
 from ..present.debug_panels import debug_panels_view
 from ..present.errors import localize
 from ..present.i18n import CATALOGUE, LANGUAGES, tr
 from ..present.race import race_html
-from ..present.views import (Session, View, export_files, kl_buys, playground_drafts_run, playground_run, playground_view,
-                             sweep_view)
+from ..present.views import (
+    Session,
+    View,
+    export_files,
+    kl_buys,
+    playground_drafts_run,
+    playground_run,
+    playground_view,
+    sweep_view,
+)
 from .gradio_internals import cache_dir, forget_tab
-from .handlers import (adopt, intro, play_handler, race_handler, reset_handler, step_handler, stop_handler,
-                       tick_handler, view_handler, what_you_see)
-from .layout import (CLASSROOM_PACE_S, KL_STEPS, Page, Playground, build_layout, drafter_choices, notation_choices,
-                     preset_choices, toy_choices)
-
+from .handlers import (
+    adopt,
+    intro,
+    play_handler,
+    race_handler,
+    reset_handler,
+    step_handler,
+    stop_handler,
+    tick_handler,
+    view_handler,
+    what_you_see,
+)
+from .layout import (
+    CLASSROOM_PACE_S,
+    KL_STEPS,
+    Page,
+    Playground,
+    build_layout,
+    drafter_choices,
+    notation_choices,
+    preset_choices,
+    toy_choices,
+)
 
 CACHE_SWEEP = (300, 900)  # (every, older than) seconds: gradio's delete_cache
 

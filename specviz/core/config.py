@@ -96,7 +96,7 @@ class DecodeConfig:
                              f"kl_budget={self.kl_budget!r})")
 
     @classmethod
-    def from_knobs(cls, *, gamma, temperature, top_k, top_p, kl_budget, max_new_tokens, seed, **extra) -> "DecodeConfig":
+    def from_knobs(cls, *, gamma, temperature, top_k, top_p, kl_budget, max_new_tokens, seed, **extra) -> DecodeConfig:
         """From the UI's and CLI's values, where top-k 0 and top-p 1 (or None) mean off."""
         top_k = None if top_k is None or (not isinstance(top_k, str) and top_k == TOP_K_OFF) else top_k
         top_p = None if top_p is None or (not isinstance(top_p, str) and top_p == TOP_P_OFF) else top_p

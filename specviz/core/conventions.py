@@ -68,7 +68,7 @@ def pooled_and_per_request(requests: Sequence[Sequence]) -> dict:
     rounds = sum(len(r) for r in mine)
     accepted = sum(x.n_accepted for r in mine for x in r)
     tested = sum(x.n_examined for r in mine for x in r)
-    mean = lambda xs: sum(xs) / len(xs) if xs else 0.0  # noqa: E731
+    mean = lambda xs: sum(xs) / len(xs) if xs else 0.0
     return {"requests": len(mine), "alpha_pooled": accepted / tested if tested else 0.0,
             "alpha_mean_over_requests": mean(per_alpha),
             "acceptance_length_pooled": 1 + accepted / rounds if rounds else 0.0,
@@ -96,7 +96,7 @@ def ranking_disagreement(forms: Mapping[str, dict], pooled: str, per_request: st
     by_requests = sorted(forms, key=lambda k: -forms[k][per_request])
     if by_pooled == by_requests:
         return ""
-    shown = lambda order, key: ", ".join(f"{k} ({forms[k][key]:.3f})" for k in order)  # noqa: E731
+    shown = lambda order, key: ", ".join(f"{k} ({forms[k][key]:.3f})" for k in order)
     return (f"The pooled {what} and its mean over requests rank these differently: pooled {shown(by_pooled, pooled)}; "
             f"mean over requests {shown(by_requests, per_request)}. The pooled ratio weighs long requests more; "
             "the mean over requests weighs each request once: say which one a claim uses.")

@@ -164,7 +164,7 @@ def _sglang_figures(samples) -> dict | None:
     values = {key: [v for n, _, v in samples if n == name and math.isfinite(v)] for key, name in SGLANG.items()}
     if not any(values.values()):
         return None
-    mean = lambda xs: sum(xs) / len(xs) if xs else None  # noqa: E731
+    mean = lambda xs: sum(xs) / len(xs) if xs else None
     return {"engine": "sglang", "mean_acceptance_length": mean(values["accept_length"]),
             "draft_acceptance_rate": mean(values["accept_rate"]), "per_position_acceptance": [], "alpha": None,
             "gamma": None, "series": {k: len(v) for k, v in values.items()},

@@ -59,7 +59,7 @@ def rank_analysis(traces: Iterable, top: int = 10) -> dict:
         cands = tr.correction.candidates
         if tr.correction.residual_probs:
             chains.append(sibling_chain(tr.correction.residual_probs, [c.draft_prob for c in cands]))
-    order = lambda h: {str(k): h[k] for k in sorted(h, key=lambda k: (isinstance(k, str), k))}  # noqa: E731
+    order = lambda h: {str(k): h[k] for k in sorted(h, key=lambda k: (isinstance(k, str), k))}
     fail = [sum(math.prod(1 - s for s in chain[:j]) for chain in chains) / len(chains) if chains else 1.0
             for j in range(TRIES_MAX)]  # fail[j]: tries 2..j+1 all fail (fail[0] = 1)
     predicted = [1 - fail[j + 1] / fail[j] if fail[j] > 0 else 0.0 for j in range(TRIES_MAX - 1)]

@@ -13,8 +13,8 @@ is [0, 0.49]).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass
-from typing import Callable, Iterable, Sequence
 
 MIN_SUPPORT = 5
 Z95 = 1.959963984540054

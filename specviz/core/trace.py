@@ -126,7 +126,7 @@ class TreeTrace:
     path: list[int]         # node ids of the accepted tokens, depth 0 first
 
     @classmethod
-    def from_dict(cls, data: dict) -> "TreeTrace":
+    def from_dict(cls, data: dict) -> TreeTrace:
         tries = [TreeTry(**{**t, "residual": [Candidate(**c) for c in t.get("residual", [])]}) for t in data["tries"]]
         return cls(drafts=data["drafts"], nodes=[TreeNode(**n) for n in data["nodes"]], tries=tries,
                    path=list(data["path"]))
@@ -193,7 +193,7 @@ class StepTrace:
         return json.dumps(self.to_dict())
 
     @classmethod
-    def from_dict(cls, data: dict) -> "StepTrace":
+    def from_dict(cls, data: dict) -> StepTrace:
         """The inverse of to_dict (an exported run read back)."""
         data = dict(data)
         data["positions"] = [PositionTrace(**{**p, "candidates": [Candidate(**c) for c in p["candidates"]]})

@@ -86,7 +86,7 @@ class Deployment:
     warm_bytes: int | None = None     # SPECVIZ_WARM_BYTES: KV bytes all warm runs hold; None: memory.WARM_SHARE of the device's
 
     @classmethod
-    def from_environ(cls, environ=None) -> "Deployment":
+    def from_environ(cls, environ=None) -> Deployment:
         env = os.environ if environ is None else environ
         on_space = bool(env.get("SPACE_ID"))
         exposed = (on_space or not _loopback(env.get("GRADIO_SERVER_NAME", "127.0.0.1"))

@@ -223,7 +223,7 @@ def ranking_notes(forms: dict, lang: str) -> str:
                                ("rq.what_length", "acceptance_length_pooled", "acceptance_length_mean_over_requests")):
         by_pooled, by_mean = (sorted(forms, key=lambda g, k=key: -forms[g][k]) for key in (pooled, mean))
         if len(forms) > 1 and by_pooled != by_mean:
-            shown = lambda order, key: ", ".join(f"γ {g} ({forms[g][key]:.3f})" for g in order)  # noqa: E731
+            shown = lambda order, key: ", ".join(f"γ {g} ({forms[g][key]:.3f})" for g in order)
             notes.append(tr(lang, "rq.ranks_differ", what=tr(lang, what), pooled=shown(by_pooled, pooled),
                             mean=shown(by_mean, mean)))
     return "".join(f'<p class="ranking-note">{n}</p>' for n in notes)

@@ -12,8 +12,8 @@ import itertools
 
 from ..engine.serving.race import Race
 from .i18n import tr
-from .render import ROLE, VERDICT_STYLE
 from .palette import var
+from .render import ROLE, VERDICT_STYLE
 
 _IDS = itertools.count(1)  # a fresh id per rendering: the page replays each new race once
 

@@ -18,7 +18,7 @@ from ..core.notation import letters, num, show
 from ..core.trace import PositionTrace, StepTrace
 from . import tree_card
 from .i18n import tr
-from .palette import ACCEPT_COLOUR, BONUS_COLOUR, DRAFT_COLOUR, FINAL_COLOUR, MUTED, REJECT_COLOUR, TARGET_COLOUR, var
+from .palette import ACCEPT_COLOUR, BONUS_COLOUR, FINAL_COLOUR, REJECT_COLOUR, TARGET_COLOUR, var
 
 VERDICT_STYLE = {  # symbol, colour, underline: the underline's style survives greyscale and colour blindness
     "accepted": ("✓", ACCEPT_COLOUR, "border-bottom:3px solid"),
@@ -111,7 +111,7 @@ def _verify_row(pos: PositionTrace, trace: StepTrace, t: str, d: str, lang: str 
     token = f'<code>{_esc(pos.draft_text)}</code>'
     bars = (f'<span class=pair><span class=letter>{d}</span> {_log_bar(pos.draft_prob, "draft")}</span> '
             f'<span class=pair><span class=letter>{t}</span> {_log_bar(pos.target_prob, "target")}</span>')
-    row = f'<tr class="verify-row" data-phase="verify">'
+    row = '<tr class="verify-row" data-phase="verify">'
     if trace.greedy:  # temperature 0: both are one-hot, the test is whether the argmaxes agree
         argmax = pos.candidates[0]
         test = tr(lang, "greedy.test", token=f"<code>{_esc(argmax.text)}</code>",

@@ -26,7 +26,6 @@ from .i18n import tr
 from .plotting import empty_figure
 from .render import Status
 
-
 KEPT_RUNS = 20  # runs ("requests") a tab keeps for the per-request histogram, the current one included
 
 

@@ -17,11 +17,11 @@ import torch
 from ..core.config import DecodeConfig
 from ..core.metrics import metric_set
 from ..engine.caches.cache import CachedModel
-from ..engine.models.cpu_linear import RowsFirstLinear, use_rows_first_linears
-from ..engine.models.draft_precision import restore_draft
-from ..engine.decoding.feature_draft import cached_draft, reads_features
 from ..engine.decoding.decoders import SpeculativeDecoder, TargetOnlyDecoder
 from ..engine.decoding.factory import make_decoder
+from ..engine.decoding.feature_draft import cached_draft, reads_features
+from ..engine.models.cpu_linear import RowsFirstLinear, use_rows_first_linears
+from ..engine.models.draft_precision import restore_draft
 from ..engine.models.loading import load_pair
 
 
@@ -59,7 +59,7 @@ class CallTimer:
         for j, ((_, n_new), c) in enumerate(zip(self.calls, self.cached)):
             for i in range(-2, size):  # two warm-up calls per block
                 new = [context[(self.done + i + k) % len(context)] for k in range(n_new)]
-                _, dt = _timed(lambda: _synced(c.forward(new)))
+                _, dt = _timed(lambda c=c, new=new: _synced(c.forward(new)))
                 c.crop_to(len(context))
                 if i >= 0:
                     self.times[j].append(dt)
@@ -185,7 +185,7 @@ def run_bench(preset=None, draft=None, target=None, device=None, gamma=4, quick=
             base.run()
             calls += base.call_s
             if with_hf:
-                n, dt = _timed(lambda: hf_assisted(pair, spec.prompt_ids, gamma, new_tokens, s))
+                n, dt = _timed(lambda spec=spec, s=s: hf_assisted(pair, spec.prompt_ids, gamma, new_tokens, s))
                 hf_tokens, hf_s = hf_tokens + n, hf_s + dt
             timers.after_run(per_run)
     # 5. the figures; the timers' copies of the models (a hub target's take gigabytes) go first

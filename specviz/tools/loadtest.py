@@ -290,7 +290,7 @@ def run_attacks(heavy: str = "smollm2-local", light: str = "shakespeare", altern
     """The attack pass against a local server set up as a public Space offering `light` and `heavy`."""
     _check("alternations", alternations, 1, 50)
     space = {"SPACE_ID": "loadtest/specviz", "SPECVIZ_PRESET": light, "SPECVIZ_PRESETS": f"{light},{heavy}", **(env or {})}
-    say = lambda text: print(text, file=progress, flush=True)  # noqa: E731
+    say = lambda text: print(text, file=progress, flush=True)
     out: dict = {"heavy_preset": heavy, "light_preset": light}
     with Server(space) as server, RssPeak(server) as rss:
         out["rss_start_mib"] = round(server.rss_mib(), 1)
@@ -301,7 +301,7 @@ def run_attacks(heavy: str = "smollm2-local", light: str = "shakespeare", altern
         out["digits_s"], out["digits_message"] = _once(server.url, heavy, "1234567890" * 2000)
         limit, overhead = _token_limit(out["digits_message"])
         out["prompt_token_limit"] = limit
-        longest = lambda digit: digit * (limit - overhead)  # noqa: E731 - exactly the limit, with the template
+        longest = lambda digit: digit * (limit - overhead)  # exactly the limit, with the template
         say(f"3. the longest prompt allowed ({limit} tokens), alone")
         out["longest_s"], out["longest_message"] = _once(server.url, heavy, longest("7"))
         say("4. two of those at once, and a light visitor's Steps meanwhile")

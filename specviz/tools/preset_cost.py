@@ -17,10 +17,10 @@ import torch
 
 from ..core import theory
 from ..engine.caches.cache import CachedModel
+from ..engine.caches.static_cache import plan as static_plan
 from ..engine.models.loading import fit_to_device, pick_device, pick_dtype
 from ..engine.models.presets import ModelLoadError
 from ..engine.models.shapes import ARCHITECTURES, random_model
-from ..engine.caches.static_cache import plan as static_plan
 from .bench import per_call_latency_ms
 
 TYPICAL_ALPHAS = (0.6, 0.7, 0.8)

@@ -23,9 +23,9 @@ from pathlib import Path
 from ..core import conventions, rank_analysis, rejections, theory, whatif
 from ..core.config import GAMMA_MAX, DecodeConfig
 from ..core.metrics import metric_set
+from ..engine.decoding.sweep import temperature_sweep
 from ..engine.models.loading import load_pair
 from ..engine.serving.run import ComparedRun, RunSettings, WarmRuns
-from ..engine.decoding.sweep import temperature_sweep
 from ..present import diagnosis, report_page
 
 
@@ -110,7 +110,7 @@ def _mean_sweep(sweeps: list[dict]) -> dict | None:
     if not sweeps:
         return None
     first = sweeps[0]
-    mean = lambda key: [sum(s[key][i] for s in sweeps) / len(sweeps) for i in range(len(first[key]))]  # noqa: E731
+    mean = lambda key: [sum(s[key][i] for s in sweeps) / len(sweeps) for i in range(len(first[key]))]
     return {"temperatures": first["temperatures"], "acceptance_rate": mean("acceptance_rate"),
             "exact_match_of_samples": mean("exact_match_of_samples"),
             "greedy_exact_match": sum(s["greedy_exact_match"] for s in sweeps) / len(sweeps),

@@ -3,87 +3,15 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 
 import pytest
 
 playwright = pytest.importorskip("playwright.sync_api")
-from playwright.sync_api import expect, sync_playwright  # noqa: E402
+from playwright.sync_api import expect  # noqa: E402
 
-CHROMIUM = "/usr/bin/chromium"
+from tests.app.browsing import CHROMIUM, TIMEOUT, in_viewport, open_details, open_page, set_slider, step  # noqa: E402
+
 pytestmark = pytest.mark.skipif(not shutil.which(CHROMIUM), reason="needs Debian's chromium (apt-get install chromium)")
-TIMEOUT = 20_000
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@pytest.fixture(scope="module")
-def served(pair):
-    """(the app's Blocks, its URL): one server for the module."""
-    from specviz.app import CSS, PAGE_JS, build_app, i18n
-
-    demo = build_app()
-    demo.queue(default_concurrency_limit=None)
-    port = int(os.environ.get("GRADIO_SERVER_PORT") or free_port())
-    _, url, _ = demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, js=PAGE_JS, css=CSS,
-                            i18n=i18n(), quiet=True)
-    yield demo, url
-    demo.close()
-
-
-@pytest.fixture(scope="module")
-def app_url(served):
-    return served[1]
-
-
-@pytest.fixture(scope="module")
-def browser():
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=[
-            "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-            "--disable-sync", "--no-first-run"])
-        yield b
-        b.close()
-
-
-def open_page(browser, app_url, width=1400, height=1000):
-    context = browser.new_context(viewport={"width": width, "height": height})
-    page = context.new_page()
-    page.goto(app_url)
-    expect(page.locator("#step-card")).to_contain_text("Press", timeout=TIMEOUT)
-    expect(page.locator("body[data-specviz-ready]")).to_be_attached(timeout=TIMEOUT)  # page.js has run
-    return context, page
-
-
-@pytest.fixture
-def page(browser, app_url):
-    context, page = open_page(browser, app_url)
-    yield page
-    context.close()
-
-
-def step(page):
-    page.get_by_role("button", name="Step", exact=True).click()
-
-
-def set_slider(page, elem_id, value):
-    box = page.locator(f"#{elem_id} input[type=number]")
-    box.fill(str(value))
-    box.press("Enter")
-
-
-def open_details(page):
-    page.get_by_text("Full distributions and the story in words").click()
-
-
-def in_viewport(page, selector) -> bool:
-    box = page.locator(selector).bounding_box()
-    size = page.viewport_size
-    return box is not None and box["y"] >= 0 and box["x"] >= 0 and box["y"] < size["height"] and box["x"] < size["width"]
 
 
 def test_three_steps_show_chips_card_figures_and_counters(page):

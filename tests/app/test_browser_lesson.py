@@ -1,4 +1,4 @@
-"""Issue 17 in a real browser: classroom mode, every size and zoom, zh / ja, dark mode, keys, first-lesson defaults.
+"""The lesson in a real browser: classroom mode, every size and zoom, zh / ja, dark mode, keys, first-lesson defaults.
 
 One server and one chromium for the module; each test opens its own context (viewport, zoom as
 device_scale_factor, locale, colour scheme, touch)."""
@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from tests.app.test_browser import CHROMIUM, TIMEOUT, browser, free_port, set_slider, step  # noqa: F401
+from tests.app.browsing import CHROMIUM, TIMEOUT, free_port, set_slider, step
 
 playwright = pytest.importorskip("playwright.sync_api")
 from playwright.sync_api import expect  # noqa: E402
@@ -268,7 +268,7 @@ def test_reveal_shows_draft_then_each_row_then_correct(browser, app_url):
         page.locator("#reveal input").check()
         step(page)
         expect(page.locator("#step-card .card")).to_have_attribute("data-step", "1", timeout=TIMEOUT)
-        hidden = lambda: page.locator("#step-card .sv-hidden").count()  # noqa: E731
+        hidden = lambda: page.locator("#step-card .sv-hidden").count()
         expect(page.locator("#step-card [data-phase=draft]")).to_be_visible(timeout=TIMEOUT)
         seen = [hidden()]
         while seen[-1]:

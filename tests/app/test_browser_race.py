@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.app.test_browser import TIMEOUT, app_url, browser, open_page, served  # noqa: F401
+from tests.app.browsing import TIMEOUT, open_page
 
 playwright = pytest.importorskip("playwright.sync_api")
 from playwright.sync_api import expect  # noqa: E402

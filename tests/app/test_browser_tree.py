@@ -5,7 +5,7 @@ import os
 
 import pytest
 
-from tests.app.test_browser import TIMEOUT, app_url, browser, open_page, served, set_slider, step  # noqa: F401
+from tests.app.browsing import TIMEOUT, open_page, set_slider, step
 
 playwright = pytest.importorskip("playwright.sync_api")
 from playwright.sync_api import expect  # noqa: E402

@@ -80,7 +80,7 @@ def test_a_scrape_without_spec_decoding_metrics_is_an_error():
 
 
 def test_alpha_from_the_mean_length_without_per_position_counts():
-    text = "\n".join(l for l in ONE.splitlines() if "per_pos" not in l)
+    text = "\n".join(line for line in ONE.splitlines() if "per_pos" not in line)
     s = production.spec_decode_summary([text])
     alpha = s["alpha"]  # 1.4 accepted per draft of 3: alpha + alpha^2 + alpha^3 = 1.4
     assert alpha + alpha ** 2 + alpha ** 3 == pytest.approx(1.4, abs=1e-9)

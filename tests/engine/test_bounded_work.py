@@ -8,8 +8,8 @@ import pytest
 from specviz.core.config import DecodeConfig
 from specviz.engine.decoding.decoders import SpeculativeDecoder, TargetOnlyDecoder
 from specviz.engine.models.loading import _context_window
-from specviz.engine.models.presets import PRESETS, pair_ref
 from specviz.engine.models.policy import prompt_token_limit
+from specviz.engine.models.presets import PRESETS, pair_ref
 from specviz.engine.serving.run import ComparedRun, RunSettings
 
 PROMPT = "KING.\nNow is the time to speak of kings and queens, " * 3

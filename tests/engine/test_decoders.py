@@ -10,7 +10,7 @@ from specviz.core import theory
 from specviz.core.config import DecodeConfig
 from specviz.core.metrics import metric_set
 from specviz.core.trace import StepTrace
-from specviz.engine.decoding.decoders import DecodingFinished, SpeculativeDecoder, TargetOnlyDecoder
+from specviz.engine.decoding.decoders import DecodingFinished, SpeculativeDecoder
 from tests.engine.first_token import first_token_pvalue
 from tests.engine.greedy import greedy_parity
 

@@ -7,9 +7,9 @@ import pytest
 import torch
 
 from specviz.core.config import DecodeConfig
-from specviz.engine.models import draft_precision
 from specviz.engine.decoding.decoders import TargetOnlyDecoder
 from specviz.engine.decoding.factory import make_decoder
+from specviz.engine.models import draft_precision
 from specviz.engine.models.draft_precision import SharedEmbedding, SharedHead, draft_dtype
 from tests.engine.feature_pair import save_feature_pair
 from tests.engine.first_token import first_token_pvalue

@@ -23,7 +23,7 @@ def test_drafts_after_an_accepted_eos_count_as_neither_drafted_tested_nor_accept
     plain = SpeculativeDecoder(pair, PROMPT, CONFIG)
     traces = plain.run()
     seen: set[int] = set()
-    for index, trace in enumerate(traces):
+    for index, trace in enumerate(traces):  # noqa: B007 (index is read after the break)
         drafted = [p.draft_token for p in trace.positions]
         if trace.n_accepted == 4 and drafted[1] not in seen | {drafted[0]}:
             break

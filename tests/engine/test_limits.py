@@ -7,9 +7,9 @@ import time
 import pytest
 
 from specviz.core.config import DecodeConfig
+from specviz.engine.models.presets import pair_ref
 from specviz.engine.serving import limits
 from specviz.engine.serving.limits import EventTimeout, HeavySlots, ServerBusy, event_deadline
-from specviz.engine.models.presets import pair_ref
 from specviz.engine.serving.run import ComparedRun, RunSettings, WarmRuns
 from specviz.present.views import Session, step_session
 

@@ -9,8 +9,8 @@ import types
 import pytest
 
 from specviz.core.config import DecodeConfig
-from specviz.engine.serving import run as run_module
 from specviz.engine.models.presets import pair_ref
+from specviz.engine.serving import run as run_module
 from specviz.engine.serving.run import ComparedRun, RunSettings, WarmRuns
 
 SETTINGS = RunSettings(pair=pair_ref("shakespeare"), prompt="KING.\nNow is the time",

@@ -11,9 +11,9 @@ import pytest
 import torch
 
 from specviz.core.config import DecodeConfig
-from specviz.engine.models import smollm2
 from specviz.engine.decoding.decoders import SpeculativeDecoder
 from specviz.engine.decoding.feature_draft import reads_features
+from specviz.engine.models import smollm2
 from specviz.engine.models.presets import ASSETS, PRESETS
 from tests.stats import chi_square_pvalue
 

@@ -13,9 +13,10 @@ from specviz.engine.caches import static_cache
 from specviz.engine.caches.cache import CachedModel
 from specviz.engine.decoding.decoders import TargetOnlyDecoder
 from specviz.engine.decoding.factory import make_decoder
-from specviz.engine.settings import Deployment
 from specviz.engine.models.shapes import ARCHITECTURES, random_model
+from specviz.engine.settings import Deployment
 from tests.stats import chi_square_pvalue
+
 
 def assert_close(a: torch.Tensor, b: torch.Tensor, what: str) -> None:
     """float32 (the CPU run): within 1e-4. float16 / bfloat16 (a GPU run): within 16 units in the last place

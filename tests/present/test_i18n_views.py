@@ -14,14 +14,20 @@ import re
 import pytest
 
 from specviz.app.handlers import step_handler, view_handler
-from specviz.core.config import DecodeConfig
 from specviz.core import playground
+from specviz.core.config import DecodeConfig
 from specviz.core.notation import notation_key
-from specviz.present import drafts_figures, playground_figures, render, run_figures
+from specviz.present import render, run_figures
 from specviz.present.errors import localize
 from specviz.present.i18n import pick, tr
-from specviz.present.views import (Session, playground_drafts_run, playground_run, playground_view,
-                                   rejection_columns, settings_from)
+from specviz.present.views import (
+    Session,
+    playground_drafts_run,
+    playground_run,
+    playground_view,
+    rejection_columns,
+    settings_from,
+)
 
 ENGLISH = [
     # step figures

@@ -20,7 +20,7 @@ from specviz.core.config import DecodeConfig
 from specviz.engine.decoding.decoders import SpeculativeDecoder
 from specviz.engine.models.loading import load_pair
 from specviz.present.diagnosis import diagnosis_text
-from tests.defects import GreedyDraft, NaNDraft, PermutedDraft, TemperedDraft, ShiftedHeadDraft, noisy_draft
+from tests.defects import GreedyDraft, NaNDraft, PermutedDraft, ShiftedHeadDraft, TemperedDraft, noisy_draft
 
 PROMPTS = ("ROMEO.\nBut soft", "KING.\nNow is the time")
 

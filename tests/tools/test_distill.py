@@ -41,7 +41,7 @@ def test_a_few_steps_on_one_batch_lower_the_loss_at_both_unrolled_levels(target)
     ids = torch.tensor(sorted(rng.sample(range(target.config.vocab_size), 2048)))
     seqs = []
     with torch.no_grad():
-        for text in ("The sky is blue because light scatters in the air.", "Plants make food from sunlight and water."):
+        for _text in ("The sky is blue because light scatters in the air.", "Plants make food from sunlight and water."):
             tokens = [1] + [rng.choice(ids.tolist()) for _ in range(24)]
             out = target.model(torch.tensor([tokens])).last_hidden_state[0]
             top = target.lm_head(out[1:-1]).log_softmax(-1).topk(8)
@@ -52,7 +52,7 @@ def test_a_few_steps_on_one_batch_lower_the_loss_at_both_unrolled_levels(target)
     args = (draft, target.get_input_embeddings(), target.lm_head.weight[ids].detach(), index_of, seqs, 0.0, 1.0)
     before, overlaps_before = features.feature_loss(*args, unroll=2)
     opt = torch.optim.AdamW([p for n, p in draft.named_parameters() if "embed" not in n and "lm_head" not in n], lr=1e-3)
-    for step in range(15):
+    for _ in range(15):
         loss, _ = features.feature_loss(*args, unroll=2)
         optimizer_step(opt, [p for g in opt.param_groups for p in g["params"]], loss, 1e-3)
     after, overlaps_after = features.feature_loss(*args, unroll=2)
@@ -62,8 +62,8 @@ def test_a_few_steps_on_one_batch_lower_the_loss_at_both_unrolled_levels(target)
 
 def test_every_stage_runs_and_the_app_loads_the_saved_draft(tmp_path):
     """generate (1 shard of 2 answers of 8 tokens), vocab, features, train (3 s), save, evaluate (1 prompt)."""
-    from specviz.engine.models import smollm2
     from specviz.engine.decoding.feature_draft import reads_features
+    from specviz.engine.models import smollm2
     from specviz.engine.models.loading import load_pair
     from specviz.engine.models.presets import Preset
 

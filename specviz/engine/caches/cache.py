@@ -17,8 +17,8 @@ import copy
 import torch
 
 from .. import settings
-from ..serving import limits
 from ..models.lm_forward import logits_and_hidden
+from ..serving import limits
 from .static_cache import StaticKV
 
 

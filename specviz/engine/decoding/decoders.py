@@ -25,10 +25,11 @@ from ...core import sampling
 from ...core.config import DecodeConfig
 from ...core.trace import Candidate, Correction, Counters, EmittedToken, PositionTrace, StepRecord, StepTrace
 from ..caches.cache import CachedModel
-from .feature_draft import cached_draft, reads_features
+from ..caches.static_cache import plan as static_plan
+from ..caches.static_cache import unsupported_reason
 from ..models.loading import ModelPair
 from ..models.policy import prompt_token_limit
-from ..caches.static_cache import plan as static_plan, unsupported_reason
+from .feature_draft import cached_draft, reads_features
 
 __all__ = ["Decoder", "DecoderState", "DecodingFinished", "Drafted", "SpeculativeDecoder", "TargetOnlyDecoder",
            "counted_drafts", "sync_device"]

@@ -7,8 +7,8 @@ the decoders themselves build on one another one way only: `tree_decoder` and `l
 from __future__ import annotations
 
 from ...core.config import DecodeConfig
-from .decoders import DecoderState, SpeculativeDecoder
 from ..models.loading import ModelPair
+from .decoders import DecoderState, SpeculativeDecoder
 from .lookup_decoder import LookupDecoder
 from .tree_decoder import TreeDecoder
 

@@ -15,7 +15,7 @@ import torch
 
 from ...core import lookup, sampling
 from ...core.trace import LookupTrace, StepRecord, StepTrace
-from .decoders import SpeculativeDecoder, Decoder, Drafted, sync_device
+from .decoders import Decoder, Drafted, SpeculativeDecoder, sync_device
 
 CONTEXT_SHOWN = 6  # tokens shown before the matched n-gram on the card
 AFTER_SHOWN = 3    # and after the copied ones

@@ -17,8 +17,8 @@ import torch
 from ...core import sampling
 from ...core.warping import warp
 from ..caches.cache import CachedModel
-from .feature_draft import cached_draft, reads_features
 from ..models.loading import ModelPair
+from .feature_draft import cached_draft, reads_features
 
 TEMPERATURES = (0.25, 0.5, 0.7, 1.0, 1.3, 1.6, 2.0)
 

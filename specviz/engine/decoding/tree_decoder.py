@@ -25,7 +25,7 @@ import torch
 
 from ...core import sampling, tree
 from ...core.trace import Candidate, EmittedToken, StepRecord, StepTrace, TreeNode, TreeTrace, TreeTry
-from .decoders import SpeculativeDecoder, Drafted, sync_device, counted_drafts
+from .decoders import Drafted, SpeculativeDecoder, counted_drafts, sync_device
 
 RESIDUAL_TOP = 5  # tokens shown per residual after a rejected sibling
 

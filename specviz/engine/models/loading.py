@@ -27,9 +27,17 @@ from . import smollm2
 from .cpu_linear import use_rows_first_linears
 from .draft_precision import convert_draft, draft_dtype
 from .half_precision import overflowing_roles
+from .policy import (
+    canonical,
+    estimated_params,
+    hub_options,
+    is_folder_name,
+    pickle_checkpoint,
+    read_config,
+    scrub_paths,
+    shown,
+)
 from .presets import PRESETS, ModelLoadError, Preset, pair_ref
-from .policy import (canonical, estimated_params, hub_options, is_folder_name, pickle_checkpoint, read_config,
-                     scrub_paths, shown)
 
 
 def pick_device(device: str | None = None) -> torch.device:

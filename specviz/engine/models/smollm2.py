@@ -18,8 +18,8 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import json
-import sys
 import os
+import sys
 import time
 from pathlib import Path
 

@@ -14,12 +14,12 @@ from dataclasses import dataclass, replace
 
 from ...core.trace import StepRecord
 from ..decoding.decoders import TargetOnlyDecoder
-from . import limits, zerogpu
 from ..decoding.factory import make_decoder
 from ..models.loading import ModelPair
+from ..settings import current as current_deployment
+from . import limits, zerogpu
 from .quiet import before_timed_forwards
 from .run import TIMED, RunSettings
-from ..settings import current as current_deployment
 
 TARGET_ONLY, SPECULATIVE = "target_only", "speculative"
 

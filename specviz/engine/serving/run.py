@@ -32,14 +32,13 @@ from ...core.config import DecodeConfig
 from ...core.metrics import metric_set
 from ...core.trace import StepTrace
 from ..caches import memory
-from . import zerogpu
 from ..decoding.decoders import DecoderState, DecodingFinished, SpeculativeDecoder, TargetOnlyDecoder, check_prompt
 from ..decoding.factory import make_decoder
 from ..models.loading import ModelPair, is_cached, load_pair, on_evict
 from ..models.presets import PairRef
-from .quiet import before_timed_forwards
 from ..settings import current as current_deployment
-
+from . import zerogpu
+from .quiet import before_timed_forwards
 
 TIMED = threading.Lock()  # held while a step's or a race side's forwards are timed (see "Alone" above)
 

@@ -108,7 +108,7 @@ def train(args) -> None:
     done = False
     while not done:
         rng = random.Random(args.seed * 7919 + epoch)
-        for i, batch in enumerate(_batches(rows, args.batch_tokens, rng)):
+        for batch in _batches(rows, args.batch_tokens, rng):
             lr = scheduled_lr(args.lr, step, (time.time() - t0) / budget, warmup=30)
             loss, overlap, _ = _loss(draft, head_w, index_of, batch, args.tv_weight)
             optimizer_step(opt, params, loss, lr)
