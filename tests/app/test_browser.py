@@ -238,3 +238,30 @@ def test_debug_view_shows_vllm_metrics_and_a_rejection_click_shows_its_step(page
         expect(page.locator("#view-step input")).to_have_value(values[0], timeout=TIMEOUT)
         expect(page.locator("#step-card")).to_be_in_viewport(timeout=TIMEOUT)  # scrolled to, not left above
     assert all(v != "0" for v in values[4:8])  # probabilities never shown as a bare 0
+
+
+def test_the_what_if_and_per_request_panels_follow_the_run_and_name_a_bad_setting(page):
+    for n in range(1, 3):
+        step(page)
+        expect(page.locator("#step-card")).to_contain_text(f"Step {n}", timeout=TIMEOUT)
+    page.get_by_text("Debug acceptance").click()
+    table = page.locator("#whatif-table")
+    expect(table.locator("tr.best")).to_have_count(1, timeout=TIMEOUT)  # redrawn after Step: the run's curve
+    expect(table).to_contain_text("this run's per-position acceptance", timeout=TIMEOUT)
+    rows = table.locator("table tr").count()
+    assert rows == 1 + 7  # the header and the default γ 1, 2, 3, 4, 5, 6, 8
+    expect(page.locator("#whatif-plot .plot-container")).to_be_attached(timeout=TIMEOUT)
+    expect(page.locator("#request-note")).to_contain_text("one run", timeout=TIMEOUT)
+    expect(page.locator("#request-histogram .plot-container")).to_be_attached(timeout=TIMEOUT)
+    # a typed curve (vLLM's: position i accepted over steps, unconditional) replaces the run's: at γ 2 and
+    # c 0.1, acceptance length 1 + 0.9 + 0.8 = 2.7 and speedup 2.7 / (2 · 0.1 + 1) = ×2.25
+    page.locator("#whatif-curve textarea, #whatif-curve input").first.fill("0.9, 0.8")
+    page.locator("#whatif-cost textarea, #whatif-cost input").first.fill("0.1")
+    page.locator("#whatif-gammas textarea, #whatif-gammas input").first.fill("2")
+    page.locator("#whatif-run").click()
+    expect(table.locator("tr.best")).to_contain_text("2.700", timeout=TIMEOUT)
+    expect(table.locator("tr.best")).to_contain_text("×2.25", timeout=TIMEOUT)
+    page.locator("#whatif-cost textarea, #whatif-cost input").first.fill("-1")
+    page.locator("#whatif-run").click()
+    expect(table).to_contain_text("cost ratio c: a number > 0 and ≤ 10, not '-1'", timeout=TIMEOUT)  # the setting and its range
+    expect(table.locator("tr.best")).to_have_count(0, timeout=TIMEOUT)
