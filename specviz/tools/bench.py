@@ -302,7 +302,7 @@ def _ui_step_ratio(pair, prompt, config, seed, steps: int = LIVE_STEPS) -> dict:
     with the views it shows (figures, narration, counters, the step card and the plots' JSON, which gradio
     sends). Medians over the steps; `live_speedup` is the counters' speedup after them (ComparedRun.metrics(),
     what the page shows), from a run long enough for `steps` rounds unless EOS ends it first."""
-    from ..engine.run import ComparedRun, RunSettings
+    from ..engine.serving.run import ComparedRun, RunSettings
     from ..present.views import Session, build_view
 
     room = steps * (config["gamma"] + 1)  # every round emits at most gamma + 1 tokens

@@ -18,7 +18,10 @@ from pathlib import Path
 
 import pytest
 
-from .test_browser import CHROMIUM, free_port, sync_playwright
+from tests.app.browsing import CHROMIUM, free_port
+
+playwright = pytest.importorskip("playwright.sync_api")
+from playwright.sync_api import sync_playwright  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 STEPS, PACE_S = 20, 1.5
