@@ -58,6 +58,8 @@ def parse_bodies(text: str, source: str = "the file") -> list:
         try:
             whole = json.loads(stripped)
             return whole if isinstance(whole, list) else [whole]
+        except RecursionError:
+            raise ValueError(f"{source}: JSON nested too deeply to be a response body") from None
         except ValueError:
             pass  # JSON Lines
     bodies = []
@@ -69,6 +71,8 @@ def parse_bodies(text: str, source: str = "the file") -> list:
             continue
         try:
             bodies.append(json.loads(line))
+        except RecursionError:
+            raise ValueError(f"{source}: line {number} is JSON nested too deeply to be a response body") from None
         except ValueError as err:
             raise ValueError(f"{source}: line {number} is not JSON ({err.msg}): {line[:60]!r}") from None
     return bodies

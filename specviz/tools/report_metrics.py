@@ -46,6 +46,8 @@ def read_scrape(source: str) -> str:
         return Path(source).read_text(encoding="utf-8")
     except OSError as err:
         raise ValueError(f"cannot read the metrics file {source!r}: {err.strerror or err}") from err
+    except UnicodeDecodeError as err:
+        raise ValueError(f"cannot read the metrics file {source!r}: not UTF-8 text (byte {err.start})") from err
 
 
 def measured_cost_ratio(preset=None, draft=None, target=None, device=None, tokens: int = 32) -> float:

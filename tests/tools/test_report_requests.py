@@ -85,6 +85,17 @@ def test_bad_bodies_are_one_line_errors(tmp_path, body, says):
     assert out.returncode == 2 and says in out.stderr and "Traceback" not in out.stderr
 
 
+@pytest.mark.parametrize("content, says", [
+    (b"\xe9\xff not text", "not UTF-8 text"),
+    (b"[" * 100_000, "nested too deeply"),
+])
+def test_a_file_that_is_not_bodies_is_a_one_line_error_naming_it(tmp_path, content, says):
+    (tmp_path / "b.jsonl").write_bytes(content)
+    out = run_cli("--from-metrics", str(tmp_path / "b.jsonl"), "--out", str(tmp_path / "r"))
+    lines = out.stderr.strip().splitlines()
+    assert out.returncode == 2 and says in lines[-1] and lines[-1].startswith("error: ") and "Traceback" not in out.stderr
+
+
 def test_whatif_reads_the_per_position_curve_of_response_bodies(tmp_path):
     out = subprocess.run([sys.executable, "-m", "specviz", "whatif", "--from-metrics", str(jsonl(tmp_path)),
                           "--cost-ratio", "0.1", "--gammas", "3", "--json"], capture_output=True, text=True, timeout=120)
