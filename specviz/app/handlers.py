@@ -10,9 +10,9 @@ from collections import OrderedDict
 
 from ..core.notation import letters, notation_key
 from ..engine.decoding.decoders import DecodingFinished
+from ..engine.limits import event_deadline
 from ..engine.models.policy import scrub_paths
 from ..engine.models.presets import ModelLoadError
-from ..engine.serving.limits import event_deadline
 from ..engine.serving.race import run_race
 from ..engine.settings import current as current_deployment
 from ..present.errors import localize

@@ -11,8 +11,8 @@ import json
 import gradio as gr
 
 from ..core import playground
+from ..engine.limits import event_deadline
 from ..engine.models.presets import PRESETS
-from ..engine.serving.limits import event_deadline
 from ..engine.settings import current as current_deployment
 from ..present import render
 from ..present.debug_panels import debug_panels_view
@@ -79,7 +79,7 @@ def wire(demo: gr.Blocks, page: Page) -> None:
 
 
 # Event settings shared by the groups. Model-bound events share one queue: a class queues, not thrashes; one
-# worker more than heavy work may hold (engine/serving/limits.py), so a light Step always finds one while long
+# worker more than heavy work may hold (engine/limits.py), so a light Step always finds one while long
 # prompts are read. Knobs reach DecodeConfig as sent: refused by name, never rounded or clipped (RAW).
 LIGHT = dict(concurrency_limit=None, api_visibility="private")
 LIGHT_PUBLIC = dict(concurrency_limit=None)
