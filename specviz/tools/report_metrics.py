@@ -37,7 +37,7 @@ def read_scrape(source: str) -> str:
     """A scrape's text from a file or an http(s) URL; ValueError naming the source when it cannot be read."""
     if source.startswith(("http://", "https://")):
         try:
-            with urllib.request.urlopen(source, timeout=FETCH_TIMEOUT_S) as response:  # noqa: S310 (http(s) only)
+            with urllib.request.urlopen(source, timeout=FETCH_TIMEOUT_S) as response:
                 return response.read(MAX_SCRAPE_BYTES).decode("utf-8", "replace")
         except (urllib.error.URLError, OSError, ValueError) as err:
             reason = getattr(err, "reason", None) or err

@@ -12,7 +12,7 @@ SHOWN = "(side) => document.querySelectorAll(`#race [data-side=${side}] .race-to
 TOTAL = "(side) => document.querySelectorAll(`#race [data-side=${side}] .race-tok`).length"
 
 
-def test_the_race_replays_both_lanes_to_their_measured_ends(browser, app_url):  # noqa: F811
+def test_the_race_replays_both_lanes_to_their_measured_ends(browser, app_url):
     context, page = open_page(browser, app_url, 1280, 720)
     try:
         page.locator("#race-btn").click()
@@ -30,7 +30,7 @@ def test_the_race_replays_both_lanes_to_their_measured_ends(browser, app_url):  
         context.close()
 
 
-def test_replay_hides_the_tokens_and_shows_them_again(browser, app_url):  # noqa: F811
+def test_replay_hides_the_tokens_and_shows_them_again(browser, app_url):
     context, page = open_page(browser, app_url, 1280, 720)
     try:
         page.locator("#race-btn").click()
@@ -43,7 +43,7 @@ def test_replay_hides_the_tokens_and_shows_them_again(browser, app_url):  # noqa
         context.close()
 
 
-def test_the_side_that_goes_first_alternates_between_a_tabs_races(browser, app_url):  # noqa: F811
+def test_the_side_that_goes_first_alternates_between_a_tabs_races(browser, app_url):
     context, page = open_page(browser, app_url, 1280, 720)
     try:
         firsts = []

@@ -11,7 +11,7 @@ playwright = pytest.importorskip("playwright.sync_api")
 from playwright.sync_api import expect  # noqa: E402
 
 
-def test_a_tree_step_fits_one_1280x720_screen(browser, app_url):  # noqa: F811
+def test_a_tree_step_fits_one_1280x720_screen(browser, app_url):
     context, page = open_page(browser, app_url, 1280, 720)
     try:
         set_slider(page, "drafts", 4)
@@ -31,7 +31,7 @@ def test_a_tree_step_fits_one_1280x720_screen(browser, app_url):  # noqa: F811
         context.close()
 
 
-def test_play_keeps_the_drafts_of_the_page(browser, app_url):  # noqa: F811
+def test_play_keeps_the_drafts_of_the_page(browser, app_url):
     """Play ticks read #drafts like Step does: two ticks continue one tree run (no "Settings changed")."""
     context, page = open_page(browser, app_url)
     try:

@@ -34,7 +34,7 @@ def metrics_server():
     answers = []
 
     class Handler(http.server.BaseHTTPRequestHandler):
-        def do_GET(self):  # noqa: N802
+        def do_GET(self):
             body = answers.pop(0).encode()
             self.send_response(200)
             self.send_header("Content-Type", "text/plain; version=0.0.4")

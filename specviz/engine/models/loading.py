@@ -195,7 +195,7 @@ def _load_into(future: Future, key: tuple, spec: Preset, device: torch.device, d
     try:
         check_fits(spec, device, dtype)                                 # 3.
         pair = _load_checked(spec, device, dtype)
-    except BaseException as err:  # noqa: BLE001 - handed to the waiting callers
+    except BaseException as err:  # handed to the waiting callers
         with _CACHE_LOCK:
             _PENDING.pop(key, None)
         future.set_exception(err if isinstance(err, Exception) else ModelLoadError(f"loading stopped: {err!r}"))
