@@ -85,7 +85,7 @@ class StepView:
 
 @dataclass(frozen=True, eq=False)
 class AcceptancePanels:
-    """In the debugging accordion (issue 37): what if at other γ and k (#whatif-*), and each run as a request
+    """In the debugging accordion: what if at other γ and k (#whatif-*), and each run as a request
     of the per-request acceptance-length histogram (#request-*)."""
     curve: object      # a typed per-position curve a₁, a₂, … (empty: the run's)
     cost: object       # a typed cost ratio c (empty: the run's)

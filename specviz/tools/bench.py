@@ -293,7 +293,7 @@ def _rounded(ms: float | None) -> float | None:
     return None if ms is None else round(ms, 3)
 
 
-LIVE_STEPS = 20  # the page's counters are compared with the bench after this many Steps (issue: "after 20 steps")
+LIVE_STEPS = 20  # the page's counters are compared with the bench after this many Steps
 
 
 def _ui_step_ratio(pair, prompt, config, seed, steps: int = LIVE_STEPS) -> dict:

@@ -106,7 +106,7 @@ def bundled_copy(tmp_path, name: str):
 
 
 def test_a_failed_load_changes_nothing_that_was_loaded(pair, monkeypatch):
-    """The issue's sequence: shakespeare, a failing gpt2 (offline), shakespeare again: the same object,
+    """A visitor's sequence: shakespeare, a failing gpt2 (offline), shakespeare again: the same object,
     never dropped; then a load that fails after its size check: the cache is as it was."""
     monkeypatch.setenv("SPECVIZ_MAX_PAIRS", "1")
     first = loading.load_pair("shakespeare", device="cpu")
