@@ -47,9 +47,17 @@ def call(url: str, api: str, body: str) -> tuple[str, object]:
     return event, (data.get("error") if isinstance(data, dict) else data)
 
 
-# /step's parameters in their published order (docs/architecture.md): the contract, copied here by hand
-PUBLISHED = ("notation", "preset", "prompt", "gamma", "temperature", "top_k", "top_p", "kl_budget", "seed",
-             "max_new_tokens", "draft_model", "target_model", "drafts", "lang", "drafter")
+def published_step_parameters() -> tuple[str, ...]:
+    """/step's parameters in the order docs/architecture.md publishes them (the contract), read from its text:
+    the names in backquotes, with what the parentheses say about each left out."""
+    text = (Path(__file__).resolve().parents[2] / "docs" / "architecture.md").read_text(encoding="utf-8")
+    part = text.split("`/step` (parameters ", 1)[1].split("every one with the page's default", 1)[0]
+    while re.search(r"\([^()]*\)", part):
+        part = re.sub(r"\([^()]*\)", "", part)
+    return tuple(re.findall(r"`(\w+)`", part))
+
+
+PUBLISHED = published_step_parameters()
 
 
 @pytest.fixture(scope="module")
@@ -70,6 +78,7 @@ def test_step_and_race_take_the_page_settings_in_their_published_order():
     endpoints = build_app().get_api_info()["named_endpoints"]
     step = [p["parameter_name"] for p in endpoints["/step"]["parameters"]]
     race = [p["parameter_name"] for p in endpoints["/race"]["parameters"]]
+    assert PUBLISHED[:3] == ("notation", "preset", "prompt") and len(PUBLISHED) >= 15  # the docs were read
     assert tuple(step) == STEP_PARAMETERS and tuple(step[:len(PUBLISHED)]) == PUBLISHED
     assert tuple(race) == RACE_PARAMETERS == tuple(name for name in step if name != "notation")
     assert all(p["parameter_has_default"] for p in endpoints["/step"]["parameters"])  # predict() steps on defaults
