@@ -8,8 +8,9 @@ arXiv:2211.17192) and `draft_probs` (the small model, q there). Tran-Thien's "Me
 (2023) swaps the letters (p = draft, q = target); Masada's lecture slides "Speculative Decoding"
 write theta = draft, phi = target. The equations cited below are translated.
 
-`verify` applies one of two rules, exact speculative sampling or mentored decoding's plan; both share the
-validation here and are proven together in tests/core.
+Over 300 lines on purpose: `verify` and the two rules it applies (exact, and mentored decoding's
+plan) share their validation and are proven together in tests/core; splitting them would scatter
+one algorithm across files.
 """
 from __future__ import annotations
 
