@@ -36,11 +36,20 @@ def others_busy_cores(window_s: float = WINDOW_S) -> float | None:
     """How many cores the other processes used over the next `window_s` seconds (None: cannot tell)."""
     before = _ticks()
     time.sleep(window_s)
-    after = _ticks()
-    if before is None or after is None:
+    return others_busy_between(before, _ticks(), window_s)
+
+
+def machine_ticks() -> tuple[int, int] | None:
+    """A reading of the CPU counters, for `others_busy_between` (None where Linux's /proc is missing)."""
+    return _ticks()
+
+
+def others_busy_between(before, after, seconds: float) -> float | None:
+    """How many cores the other processes used on average between two `machine_ticks()` readings `seconds` apart."""
+    if before is None or after is None or seconds <= 0:
         return None
     busy, own = after[0] - before[0], after[1] - before[1]
-    return max(busy - own, 0) / HZ / window_s
+    return max(busy - own, 0) / HZ / seconds
 
 
 def wait_for_quiet(max_wait_s: float, busy_cores: float = BUSY_CORES) -> float:
