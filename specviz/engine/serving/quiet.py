@@ -62,10 +62,18 @@ def wait_for_quiet(max_wait_s: float, busy_cores: float = BUSY_CORES) -> float:
     return time.perf_counter() - start
 
 
+QUIET_SHARE = 0.1  # of the event's remaining time, the most its quiet wait may take
+
+
 def before_timed_forwards(device) -> float:
-    """On a CPU, wait for a quiet machine (SPECVIZ_QUIET_WAIT_MS at most); a GPU's forwards do not wait."""
+    """On a CPU, wait for a quiet machine (SPECVIZ_QUIET_WAIT_MS at most, and at most a tenth of the event's
+    remaining time); a GPU's forwards do not wait. Called outside the fair clock, so the waits of several
+    visitors overlap instead of queueing one behind another."""
     from ..settings import current
+    from .limits import remaining
 
     if getattr(device, "type", str(device)) != "cpu":
         return 0.0
-    return wait_for_quiet(current().quiet_wait_ms / 1000)
+    left = remaining()
+    limit = current().quiet_wait_ms / 1000
+    return wait_for_quiet(limit if left is None else min(limit, QUIET_SHARE * left))

@@ -183,14 +183,13 @@ def run_race(settings: RunSettings, speculative_first: bool) -> Race:
         give_back_memory()  # the race's caches and activations are garbage now: their pages go back
 
 
-def _plan(pair: ModelPair, config) -> tuple[int, float | None]:
-    """(the tokens a side may decode so that the race is predicted to end inside the event's time, the uncut
-    race's predicted seconds; None: no costs measured yet), from the costs measured so far."""
+def plan(pair: ModelPair, config, left: float | None) -> tuple[int, float | None]:
+    """(the tokens a side may decode so that the race is predicted to end inside `left` seconds (None: no limit),
+    the uncut race's predicted seconds; None: no costs measured yet), from the costs measured so far."""
     measured = costs.COSTS.costs(costs.pair_key(pair), costs.round_key(config), config.drafter == "lookup")
     if measured is None:
         return config.max_new_tokens, None
     predicted = costs.predict_race_s(0, config.max_new_tokens, config.gamma, measured)  # the prompt is read already
-    left = limits.remaining()
     if left is None or predicted <= FIT_SHARE * left:
         return config.max_new_tokens, predicted
     return costs.tokens_that_fit(0, config.max_new_tokens, config.gamma, measured, FIT_SHARE * left), predicted
@@ -202,7 +201,7 @@ def _race(pair: ModelPair, prompt: str, config, speculative_first: bool) -> Race
     base_decoder = TargetOnlyDecoder(pair, prompt, config, prefilled=spec_decoder)
     book = (costs.pair_key(pair), costs.round_key(config))
     costs.COSTS.record(*book, prefill=(len(spec_decoder.prompt_ids), spec_decoder.prefill_s))
-    cap, predicted = _plan(pair, config)
+    cap, predicted = plan(pair, config, limits.remaining())
     if cap < 1:
         raise limits.EventTimeout(race_too_long(config, predicted))
     spec, base = _Side(spec_decoder, cap), _Side(base_decoder, cap)
@@ -233,7 +232,7 @@ def _lanes(pair, config, spec: _Side, base: _Side, speculative_first: bool, pred
             while not (spec.done and base.done):
                 if not planned and slices:  # the first slice measured this pair: plan the rest now
                     _book(pair, config, spec, base)
-                    cap, predicted = _plan(pair, config)
+                    cap, predicted = plan(pair, config, limits.remaining())
                     spec.cap = base.cap = max(cap, spec.tokens, base.tokens)
                     planned = True
                 if not holding and predicted is not None and predicted > HEAVY_RACE_S:
