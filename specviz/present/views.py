@@ -22,6 +22,7 @@ from ..engine.models.policy import custom_pair, visitor_pair
 from ..engine.serving.run import ComparedRun, RunSettings
 from . import export, playground_figures, render, run_figures, step_figures
 from .errors import localize
+from .export_folders import export_prefix
 from .i18n import tr
 from .plotting import empty_figure
 from .render import Status
@@ -313,7 +314,7 @@ def export_files(session: Session, root: str | None = None):
     drop_export(session)
     if root:
         Path(root).mkdir(parents=True, exist_ok=True)
-    folder = session.export_dir = tempfile.mkdtemp(prefix="specviz-", dir=root)
+    folder = session.export_dir = tempfile.mkdtemp(prefix=export_prefix(), dir=root)  # named after this server
     json_path, csv_path = f"{folder}/specviz-traces.json", f"{folder}/specviz-tokens.csv"
     text = export.traces_json(traces)
     with open(json_path, "w", encoding="utf-8") as f:

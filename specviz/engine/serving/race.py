@@ -68,6 +68,7 @@ class Race:
     predicted_s: float | None = None  # the uncut race's predicted seconds (None: no costs measured yet)
     stopped_s: float = 0.0     # > 0: the deadline of this many seconds stopped the race before both sides ended
     requested: int = 0         # max_new_tokens asked for
+    limit_s: float = 0.0       # the event's time limit it was planned for (0: none)
 
     @property
     def speedup(self) -> float:
@@ -213,7 +214,7 @@ def _race(pair: ModelPair, prompt: str, config, speculative_first: bool) -> Race
                 first=SPECULATIVE if speculative_first else TARGET_ONLY, device=str(pair.device),
                 slice_speedups=tuple(r for r in slices if r is not None), others_busy_cores=busy,
                 capped_to=spec.cap if spec.cap < config.max_new_tokens else 0, predicted_s=predicted,
-                stopped_s=stopped, requested=config.max_new_tokens)
+                stopped_s=stopped, requested=config.max_new_tokens, limit_s=limits.limit_s())
 
 
 def _book(pair, config, spec: _Side, base: _Side) -> None:
