@@ -225,6 +225,12 @@ def _check_race_seconds(seconds: float) -> None:
 def cmd_loadtest(args) -> int:
     from .loadtest import run_attacks, run_loadtest
 
+    if args.race_vs_bench is not None:
+        from .racers import race_against_bench
+
+        result = race_against_bench(races=args.race_vs_bench)
+        print(json.dumps(result) if args.json else "\n".join(f"{k:32s} {v}" for k, v in result.items()))
+        return 0
     if args.attacks:
         from .racers import racers_text, run_racers
 
@@ -363,5 +369,7 @@ def add_loadtest(sub) -> None:
     load.add_argument("--alternations", type=int, default=5, help="with --attacks: Steps of each of two pairs' visitors")
     load.add_argument("--race-seconds", type=float, default=120,
                       help="with --attacks: how long 1, then 6 visitors race beside a light Step (default 120)")
+    load.add_argument("--race-vs-bench", type=int, default=None, metavar="N",
+                      help="instead: N races of the page's defaults against one bench --quick, in this process")
     load.add_argument("--json", action="store_true")
     load.set_defaults(func=cmd_loadtest)

@@ -147,3 +147,34 @@ def racers_text(out: dict) -> str:
     lines.append(f"  server RSS before {out['rss_before_mib']} MiB, peak {out['rss_peak_mib']} MiB, after "
                  f"{out['rss_after_mib']} MiB")
     return "\n".join(lines)
+
+
+def race_against_bench(races: int = 10, progress=sys.stderr) -> dict:
+    """`races` races of the page's defaults (the default pair, γ 4, T 0.5, seed 8, 80 tokens) through the engine,
+    the first side alternating, each against one `bench --quick` run on the same machine just before: each race's
+    speed-up over the bench's, and how many fall within 15% and 25% of it."""
+    from ..core.config import DecodeConfig
+    from ..engine.models.presets import default_preset, pair_ref
+    from ..engine.serving.race import run_race
+    from ..engine.serving.run import RunSettings
+    from ..engine.serving.threads import use_serving_threads
+    from .bench import run_bench
+
+    _check("races", races, 1, 100)
+    print("1. bench --quick", file=progress, flush=True)
+    bench = run_bench(preset=default_preset(), quick=True)["speedup_vs_target_only"]
+    threads = use_serving_threads()  # as the app serves: one core left to everything else
+    pair = default_preset()
+    settings = RunSettings(pair=pair_ref(pair), prompt=LIGHT_PROMPT,
+                           config=DecodeConfig(gamma=4, temperature=0.5, seed=8, max_new_tokens=80))
+    settings.load()
+    print(f"2. {races} races of the page's defaults, {threads} thread(s)", file=progress, flush=True)
+    speedups, busy = [], []
+    for i in range(races):
+        race = run_race(settings, speculative_first=i % 2 == 0)
+        speedups.append(round(race.speedup, 3))
+        busy.append(None if race.others_busy_cores is None else round(race.others_busy_cores, 2))
+    ratios = [round(s / bench, 3) for s in speedups]
+    return {"preset": pair, "bench_quick_speedup": round(bench, 3), "race_speedups": speedups, "race_over_bench": ratios,
+            "within_15pct": sum(abs(r - 1) <= 0.15 for r in ratios), "within_25pct": sum(abs(r - 1) <= 0.25 for r in ratios),
+            "others_busy_cores": busy, "threads": threads}
