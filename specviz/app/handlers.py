@@ -18,7 +18,7 @@ from ..engine.settings import current as current_deployment
 from ..present.errors import localize
 from ..present.i18n import CATALOGUE, tr
 from ..present.page_settings import PageSettings, settings_from
-from ..present.race import race_html
+from ..present.race import race_html, race_status
 from ..present.render import Status
 from ..present.views import Session, View, build_view, step_session, with_lock
 
@@ -139,16 +139,19 @@ def _failure(err: Exception, lang: str) -> Status:
 
 @with_lock
 def race_handler(session, settings: PageSettings):
-    """Race: the page's settings decoded to the end by each side alone, the first side alternating per tab;
-    returns (session, the race's HTML or None to keep what is shown, status)."""
+    """Race: the page's settings decoded to the end by both sides in alternating slices, the first side alternating
+    per tab; returns (session, the race's HTML or None to keep what is shown, status)."""
     lang = settings.lang
+    status = check_lang(lang)
+    if status.error:  # as /step: nothing runs in a language the page does not have
+        return session, None, status
     try:
         with event_deadline(current_deployment().event_timeout_s):
-            shown = race_html(run_race(settings_from(settings), speculative_first=session.races % 2 == 0), lang)
+            race = run_race(settings_from(settings), speculative_first=session.races % 2 == 0)
     except (ValueError, ModelLoadError, RuntimeError) as err:
         return session, None, _failure(err, lang)
     session.races += 1
-    return session, shown, Status()
+    return session, race_html(race, lang), race_status(race, lang)  # a race the deadline stopped shows its lanes
 
 
 @with_lock

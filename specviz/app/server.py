@@ -12,8 +12,9 @@ from ..engine.models.presets import ModelLoadError, default_preset
 from ..engine.serving.threads import use_serving_threads
 from ..engine.serving.zerogpu import load_offered_pairs
 from ..engine.settings import current as current_deployment
+from ..present.export_folders import remove_stale_exports
 from ..present.palette import css_variables
-from .gradio_internals import protect_sessions
+from .gradio_internals import cache_dir, protect_sessions
 from .handlers import QUEUE_STATUS_S, session_worth
 from .layout import i18n
 from .wiring import build_app
@@ -44,6 +45,7 @@ def launch(demo: gr.Blocks | None = None, **kwargs):
     except ModelLoadError as err:
         print(f"warning: {err}", file=sys.stderr)
     demo = demo or build_app()
+    remove_stale_exports(cache_dir(demo))  # an earlier server's exports (stopped before its clean-up) are not served
     # 'auto' messages every queued visitor after every event: with 30 queued on 2 cores that cost
     # throughput (loadtest: 92-97% of the 2-session rate, against 98-99% with 1 s)
     demo.queue(default_concurrency_limit=current_deployment().concurrency, status_update_rate=QUEUE_STATUS_S)

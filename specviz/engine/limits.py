@@ -50,11 +50,21 @@ def remaining() -> float | None:
     return None if deadline is None else max(0.0, deadline[0] - time.monotonic())
 
 
+def limit_s() -> float:
+    """The current event's time limit in seconds (0: no limit)."""
+    deadline = getattr(_local, "deadline", None)
+    return 0.0 if deadline is None else deadline[1]
+
+
 def check() -> None:
     deadline = getattr(_local, "deadline", None)
     if deadline is not None and time.monotonic() > deadline[0]:
         raise EventTimeout(f"this event took longer than {deadline[1]:g} s (SPECVIZ_EVENT_TIMEOUT_S) and was "
                            "stopped; your run is as it was before it: try a shorter prompt")
+
+
+LONG_PROMPTS = ("the server is reading other visitors' long prompts right now; try again in a few seconds, or use a "
+                "shorter prompt")
 
 
 class HeavySlots:
@@ -67,13 +77,13 @@ class HeavySlots:
         self._holding = threading.local()  # a thread holding a slot (a race) runs its own long prefills in it
 
     @contextlib.contextmanager
-    def __call__(self, tokens: int):
+    def __call__(self, tokens: int, busy: str = LONG_PROMPTS):
+        """A slot for `tokens` tokens of work (none below HEAVY_TOKENS); ServerBusy(`busy`) when none is free."""
         if tokens < HEAVY_TOKENS or getattr(self._holding, "slot", False):
             yield
             return
         if not self._admitted.acquire(blocking=False):
-            raise ServerBusy("the server is reading other visitors' long prompts right now; try again in a few "
-                             "seconds, or use a shorter prompt")
+            raise ServerBusy(busy)
         try:
             if not self._running.acquire(timeout=remaining()):  # None: as long as it takes
                 check()  # the wait used up the event's time
@@ -92,11 +102,11 @@ _SLOTS: dict[int, HeavySlots] = {}
 _SLOTS_LOCK = threading.Lock()
 
 
-def heavy_slot(tokens: int, concurrency: int):
+def heavy_slot(tokens: int, concurrency: int, busy: str = LONG_PROMPTS):
     """The process's heavy slots for a deployment of `concurrency` model workers: one heavy forward fewer than
     the workers (at least one), as many events admitted as workers."""
     with _SLOTS_LOCK:
         slots = _SLOTS.get(concurrency)
         if slots is None:
             slots = _SLOTS[concurrency] = HeavySlots(max(1, concurrency - 1), concurrency)
-    return slots(tokens)
+    return slots(tokens, busy)

@@ -46,6 +46,13 @@ FRAMES = [
      r"before it: try a shorter prompt", "err.event_timeout"),
     (r"the server is reading other visitors' long prompts right now; try again in a few seconds, or use a shorter "
      r"prompt", "err.busy"),
+    (r"other visitors' timed forwards held the machine for the (?P<s>[\d.]+) s this event may run "
+     r"\(SPECVIZ_EVENT_TIMEOUT_S\), so it was not started; nothing changed: try again in a moment", "busy.clock"),
+    (r"the server is running other visitors' long races right now; try again in a few seconds, or race fewer new "
+     r"tokens \(max_new_tokens\) with a smaller gamma or fewer drafts", "busy.races"),
+    (r"a race of max_new_tokens (?P<n>\d+) with gamma (?P<gamma>\d+) and drafts (?P<drafts>\d+) is predicted to take "
+     r"(?P<s>[\d.]+) s, more than this event has left of its (?P<limit>[\d.]+) s \(SPECVIZ_EVENT_TIMEOUT_S\); race "
+     r"fewer new tokens, a smaller gamma or fewer drafts", "race.too_long"),
     (rf"showing step must be a whole number in 1\.\.(?P<hi>\d+), not {_VALUE}", "err.view_step"),
 ]
 _COMPILED = [(re.compile(pattern, re.DOTALL), key) for pattern, key in FRAMES]

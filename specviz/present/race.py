@@ -10,10 +10,11 @@ from __future__ import annotations
 import html
 import itertools
 
+from ..engine.serving.quiet import BUSY_CORES
 from ..engine.serving.race import Race
 from .i18n import tr
 from .palette import var
-from .render import ROLE, VERDICT_STYLE
+from .render import ROLE, VERDICT_STYLE, Status
 
 _IDS = itertools.count(1)  # a fresh id per rendering: the page replays each new race once
 
@@ -44,6 +45,7 @@ def race_html(race: Race | None, lang: str = "en") -> str:
                       f'{tr(lang, f"verdict.{k}")}</span>' for k in ("accepted", "resampled", "bonus"))
     result = tr(lang, "race.result", base=f"{a.total_s:.2f}", spec=f"{b.total_s:.2f}", s=f"{race.speedup:.2f}",
                 n_base=len(a.texts), n_spec=len(b.texts))
+    notes = _notes(race, lang)
     return (f'<div class="race" data-race="{next(_IDS)}">'
             f'<div class="race-caption">{tr(lang, "race.caption", first=first, device=html.escape(race.device))}</div>'
             + '<div class="race-lanes">'
@@ -51,7 +53,29 @@ def race_html(race: Race | None, lang: str = "en") -> str:
             + _lane(b, tr(lang, "cnt.speculative"), tr(lang, "race.passes_spec", n=b.target_passes, d=b.draft_passes)
                     if b.draft_passes else tr(lang, "race.passes", n=b.target_passes), lang)
             + '</div>'
-            + f'<div class="race-foot"><span class="race-result">{result}</span> '
+            + f'<div class="race-foot"><span class="race-result">{result}</span>{notes} '
               f'<button class="race-replay" data-slow="1">{tr(lang, "race.replay")}</button> '
               f'<button class="race-replay" data-slow="10">{tr(lang, "race.replay_slow")}</button>'
               f'<div class="legend">{legend}</div></div></div>')
+
+
+def _notes(race: Race, lang: str) -> str:
+    """How far to trust the figure: the slices' spread, and whether other processes were busy meanwhile."""
+    notes = []
+    if race.spread is not None:
+        lo, hi = race.spread
+        notes.append(tr(lang, "race.spread", n=len(race.slice_speedups), lo=f"{lo:.2f}", hi=f"{hi:.2f}"))
+    if race.others_busy_cores is not None and race.others_busy_cores >= BUSY_CORES:
+        notes.append(tr(lang, "race.busy", cores=f"{race.others_busy_cores:.1f}"))
+    return "".join(f' <span class="race-note">{html.escape(note)}</span>' for note in notes)
+
+
+def race_status(race: Race, lang: str = "en") -> Status:
+    """The message under the race: why it ended early (the deadline) or short (capped by its prediction), else none."""
+    if race.stopped_s:
+        return Status("error", tr(lang, "race.stopped", limit=f"{race.stopped_s:g}", n_base=len(race.target_only.texts),
+                                  n_spec=len(race.speculative.texts)))
+    if race.capped_to:
+        return Status("info", tr(lang, "race.capped", predicted=f"{race.predicted_s or 0:.0f}", n=race.capped_to,
+                                 requested=race.requested, limit=f"{race.limit_s:g}"))
+    return Status()

@@ -20,6 +20,7 @@ from ..core.notation import letters, p_value_text
 from ..engine.serving.run import ComparedRun, RunSettings
 from . import export, playground_figures, render, run_figures, step_figures
 from .errors import localize
+from .export_folders import export_prefix
 from .i18n import tr
 from .page_settings import text_value
 from .plotting import empty_figure
@@ -285,7 +286,7 @@ def export_files(session: Session, root: str | None = None):
     drop_export(session)
     if root:
         Path(root).mkdir(parents=True, exist_ok=True)
-    folder = session.export_dir = tempfile.mkdtemp(prefix="specviz-", dir=root)
+    folder = session.export_dir = tempfile.mkdtemp(prefix=export_prefix(), dir=root)  # named after this server
     json_path, csv_path = f"{folder}/specviz-traces.json", f"{folder}/specviz-tokens.csv"
     text = export.traces_json(traces)
     with open(json_path, "w", encoding="utf-8") as f:

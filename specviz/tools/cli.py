@@ -217,12 +217,28 @@ def cmd_whatif(args) -> int:
     return 0
 
 
+def _check_race_seconds(seconds: float) -> None:
+    if not 1 <= seconds <= 3600:
+        raise ValueError(f"--race-seconds must be a number in [1, 3600], not {seconds!r}")
+
+
 def cmd_loadtest(args) -> int:
     from .loadtest import run_attacks, run_loadtest
 
-    if args.attacks:
-        result = run_attacks(alternations=args.alternations)
+    if args.race_vs_bench is not None:
+        from .racers import race_against_bench
+
+        result = race_against_bench(races=args.race_vs_bench)
         print(json.dumps(result) if args.json else "\n".join(f"{k:32s} {v}" for k, v in result.items()))
+        return 0
+    if args.attacks:
+        from .racers import racers_text, run_racers
+
+        _check_race_seconds(args.race_seconds)
+        result = run_attacks(alternations=args.alternations)
+        racers = run_racers(seconds=args.race_seconds)
+        text = "\n".join(f"{k:32s} {v}" for k, v in result.items()) + "\n" + racers_text(racers)
+        print(json.dumps({**result, "racers": racers}) if args.json else text)
         return 0
 
     result = run_loadtest(sessions=args.sessions, steps=args.steps, churn=args.churn)
@@ -351,5 +367,9 @@ def add_loadtest(sub) -> None:
     load.add_argument("--attacks", action="store_true",
                       help="the public-Space attack pass instead: long prompts, two pairs, wrong types (README: Security)")
     load.add_argument("--alternations", type=int, default=5, help="with --attacks: Steps of each of two pairs' visitors")
+    load.add_argument("--race-seconds", type=float, default=120,
+                      help="with --attacks: how long 1, then 6 visitors race beside a light Step (default 120)")
+    load.add_argument("--race-vs-bench", type=int, default=None, metavar="N",
+                      help="instead: N races of the page's defaults against one bench --quick, in this process")
     load.add_argument("--json", action="store_true")
     load.set_defaults(func=cmd_loadtest)

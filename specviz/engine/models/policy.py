@@ -72,8 +72,10 @@ def shown(model_id: str) -> str:
 
 
 def scrub_paths(text: str) -> str:
-    """`text` with every absolute path cut to what `shown` gives (messages never echo server paths)."""
-    return re.sub(r"(?<![\w.:/])/[^\s'\"(),]+", lambda m: shown(m.group(0)), text)
+    """`text` with every absolute path cut to what `shown` gives (messages never echo server paths). A path starts
+    the text or follows a space, a quote, a bracket, "=" or ","; a "/" inside a word or a tag (`</b>`, `1/2`,
+    `a/b`, a URL's `//`) is no path, so a refused value such as '<b>x</b>' is echoed as it was sent."""
+    return re.sub(r"(?:^|(?<=[\s'\"(\[=,]))/[^\s'\"(),]+", lambda m: shown(m.group(0)), text)
 
 
 def is_folder_name(model_id: str) -> bool:

@@ -36,11 +36,20 @@ def others_busy_cores(window_s: float = WINDOW_S) -> float | None:
     """How many cores the other processes used over the next `window_s` seconds (None: cannot tell)."""
     before = _ticks()
     time.sleep(window_s)
-    after = _ticks()
-    if before is None or after is None:
+    return others_busy_between(before, _ticks(), window_s)
+
+
+def machine_ticks() -> tuple[int, int] | None:
+    """A reading of the CPU counters, for `others_busy_between` (None where Linux's /proc is missing)."""
+    return _ticks()
+
+
+def others_busy_between(before, after, seconds: float) -> float | None:
+    """How many cores the other processes used on average between two `machine_ticks()` readings `seconds` apart."""
+    if before is None or after is None or seconds <= 0:
         return None
     busy, own = after[0] - before[0], after[1] - before[1]
-    return max(busy - own, 0) / HZ / window_s
+    return max(busy - own, 0) / HZ / seconds
 
 
 def wait_for_quiet(max_wait_s: float, busy_cores: float = BUSY_CORES) -> float:
@@ -53,10 +62,18 @@ def wait_for_quiet(max_wait_s: float, busy_cores: float = BUSY_CORES) -> float:
     return time.perf_counter() - start
 
 
+QUIET_SHARE = 0.1  # of the event's remaining time, the most its quiet wait may take
+
+
 def before_timed_forwards(device) -> float:
-    """On a CPU, wait for a quiet machine (SPECVIZ_QUIET_WAIT_MS at most); a GPU's forwards do not wait."""
+    """On a CPU, wait for a quiet machine (SPECVIZ_QUIET_WAIT_MS at most, and at most a tenth of the event's
+    remaining time); a GPU's forwards do not wait. Called outside the fair clock, so the waits of several
+    visitors overlap instead of queueing one behind another."""
+    from ..limits import remaining
     from ..settings import current
 
     if getattr(device, "type", str(device)) != "cpu":
         return 0.0
-    return wait_for_quiet(current().quiet_wait_ms / 1000)
+    left = remaining()
+    limit = current().quiet_wait_ms / 1000
+    return wait_for_quiet(limit if left is None else min(limit, QUIET_SHARE * left))

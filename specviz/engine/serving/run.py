@@ -10,10 +10,11 @@ speculative round and then advance the baseline to the same number of tokens; ev
 advance the baseline by as many tokens as the previous round emitted, then run the round (and
 the baseline catches up on whatever is left at the next odd step, or at once if the run ended).
 
-Alone. A step's timed forwards hold `TIMED`, as each side of a race does (engine/serving/race.py): within this
-process no two timed stretches overlap, so no visitor's figures are measured beside another's forwards;
-on a CPU they also wait, briefly, for the other processes (the browser after a click) to go quiet
-(engine/serving/quiet.py).
+Alone. A step's timed forwards hold the fair clock `TIMED` (clock.py) for its one round and catch-up, as each
+slice of a race does (race.py): within this process no two timed stretches overlap, so no visitor's figures
+are measured beside another's forwards, and no one holds the clock for longer than a round. A Step waits for
+it in arrival order, at most until its event's deadline. On a CPU a Step first waits, briefly and outside the
+clock, for the other processes (the browser after a click) to go quiet (engine/serving/quiet.py).
 
 Bounded memory. Only the WARM_RUNS most recently stepped runs keep their KV caches; a colder run
 hibernates into plain data (`RunState`, as on ZeroGPU) and its caches are rebuilt, one prefill
@@ -37,10 +38,9 @@ from ..decoding.factory import make_decoder
 from ..models.loading import ModelPair, is_cached, load_pair, on_evict
 from ..models.presets import PairRef
 from ..settings import current as current_deployment
-from . import zerogpu
+from . import costs, zerogpu
+from .clock import TIMED
 from .quiet import before_timed_forwards
-
-TIMED = threading.Lock()  # held while a step's or a race side's forwards are timed (see "Alone" above)
 
 
 @dataclass(frozen=True)
@@ -186,6 +186,7 @@ class ComparedRun:
         self._warm = WARM_RUNS if warm is None else warm
         self.key = self._warm.key()
         self.spec = self.base = None
+        self._booked_calls = 0  # baseline forwards already in the cost book
         if not self.stateless:  # load and prefill now: a bad prompt or pair fails before the first step
             pair = settings.load()
             self.spec, self.base = _decoders(pair, settings, None)
@@ -273,9 +274,10 @@ class ComparedRun:
             else:
                 if self.spec is None:
                     self._wake()
-                with TIMED:
-                    before_timed_forwards(self.spec.pair.device)
+                before_timed_forwards(self.spec.pair.device)  # outside the clock: quiet waits overlap, never queue
+                with TIMED:  # one round of each side; the wait for it ends at the event's deadline (ClockBusy)
                     trace = advance_both(self.spec, self.base)
+                self._book()
             self.traces.append(trace)
         if not self.stateless:
             if self.finished:  # nothing more to decode: the caches are dead weight
@@ -287,6 +289,14 @@ class ComparedRun:
                 if spec is not None and not is_cached(spec.pair):  # evicted while it stepped: let go now
                     self.hibernate()
         return trace
+
+    def _book(self) -> None:
+        """This step's forward times go into the process's cost book (what a race's prediction reads)."""
+        spec, base = self.spec, self.base
+        calls = base.call_s[self._booked_calls:]
+        self._booked_calls = len(base.call_s)
+        costs.COSTS.record(costs.pair_key(spec.pair), costs.round_key(self.config), target_s=calls,
+                           rounds=spec.records[-1:])
 
     def metrics(self) -> dict:
         spec, base = self._states()

@@ -1,0 +1,180 @@
+"""`loadtest --attacks`, the racers: visitors pressing Race over and over while another only steps.
+
+A local server set up as a public Space (as `run_attacks`): 1, then 6 visitors race back to back with the
+longest race allowed (the longest prompt, max_new_tokens 200, gamma 16, 8 drafts) for a while, and a light
+visitor does a Step every few seconds meanwhile; then one visitor runs a series of the longest races.
+It prints the light Step's median and max (queue included), how the races ended (completed, capped to fit
+the deadline, stopped by it, refused as busy) and the server's resident memory before, at its peak and after.
+"""
+from __future__ import annotations
+
+import html
+import re
+import statistics
+import sys
+import threading
+import time
+
+from .loadtest import RssPeak, Server, Visitor, _check, _once, _token_limit
+
+LIGHT_PROMPT = "KING.\nNow is the time"
+LONGEST = {"max_new_tokens": 200, "gamma": 16, "drafts": 8}  # the page's longest race; the prompt is the longest too
+
+
+def _ending(message: str) -> str:
+    """How a race ended, from the message under it."""
+    if not message:
+        return "completed"
+    if "stopped between two forwards" in message:
+        return "stopped"
+    if "of the" in message and "tokens asked for" in message:
+        return "capped"
+    if "long races" in message or "long prompts" in message:
+        return "busy"
+    return "other"
+
+
+class Racer:
+    """One visitor that races again as soon as its race ends, until told to stop."""
+
+    def __init__(self, url: str, preset: str, prompt: str, race: dict):
+        from gradio_client import Client
+
+        self.client, self.preset, self.prompt, self.race = Client(url, verbose=False), preset, prompt, race
+        self.endings: list[str] = []
+        self.samples: list[str] = []  # messages of races that ended otherwise ("other")
+
+    def race_once(self, seed: int) -> float:
+        t0 = time.perf_counter()
+        try:
+            _, message = self.client.predict(preset=self.preset, prompt=self.prompt, seed=seed, api_name="/race",
+                                             **self.race)
+            text = html.unescape(re.sub(r"<[^>]+>", "", message or "")).strip()
+        except Exception as err:
+            text = f"error: {str(err).splitlines()[0][:200]}"
+        ending = _ending(text)
+        self.endings.append(ending)
+        if ending == "other":
+            self.samples.append(text[:200])
+        return time.perf_counter() - t0
+
+    def until(self, stop: threading.Event) -> None:
+        seed = 1
+        while not stop.is_set():
+            self.race_once(seed)
+            seed += 1
+
+    def close(self):
+        self.client.close()
+
+
+def _light_steps(url: str, preset: str, stop: threading.Event, every_s: float, out: list, lost: list) -> None:
+    """A Step every `every_s` seconds, each on a new seed (a new run: no run ends midway), until `stop`."""
+    visitor, seed = Visitor(url, preset), 100
+    try:
+        while not stop.wait(every_s):
+            seconds, message = visitor.step(LIGHT_PROMPT, seed=seed)
+            seed += 1
+            refused = message.startswith("error") or "SPECVIZ_EVENT_TIMEOUT_S" in message or "try again" in message
+            (lost if refused else out).append(seconds)
+    finally:
+        visitor.close()
+
+
+def _phase(url: str, heavy: str, light: str, prompt: str, racers: int, seconds: float, every_s: float) -> dict:
+    """`racers` visitors race back to back for `seconds` while a light visitor steps every `every_s` s."""
+    stop, light_s, lost = threading.Event(), [], []
+    crowd = [Racer(url, heavy, prompt, LONGEST) for _ in range(racers)]
+    threads = [threading.Thread(target=r.until, args=(stop,)) for r in crowd]
+    threads.append(threading.Thread(target=_light_steps, args=(url, light, stop, every_s, light_s, lost)))
+    for t in threads:
+        t.start()
+    time.sleep(seconds)
+    stop.set()
+    for t in threads:
+        t.join(timeout=900)
+    endings = [e for r in crowd for e in r.endings]
+    for r in crowd:
+        r.close()
+    return {"racers": racers, "seconds": seconds, "light_steps": len(light_s), "light_lost": len(lost),
+            "light_median_s": round(statistics.median(light_s), 3) if light_s else None,
+            "light_max_s": round(max(light_s), 3) if light_s else None,
+            **{f"races_{kind}": endings.count(kind) for kind in ("completed", "capped", "stopped", "busy", "other")},
+            "other_samples": [s for r in crowd for s in r.samples][:3]}
+
+
+def run_racers(heavy: str = "smollm2-local", light: str = "shakespeare", racers: tuple = (1, 6), seconds: float = 120,
+               series: int = 12, every_s: float = 5.0, env: dict | None = None, progress=sys.stderr) -> dict:
+    """The racers scenario against a local server set up as a public Space offering `light` and `heavy`."""
+    _check("series", series, 0, 100)
+    offered = light if heavy == light else f"{light},{heavy}"
+    space = {"SPACE_ID": "loadtest/specviz", "SPECVIZ_PRESET": light, "SPECVIZ_PRESETS": offered, **(env or {})}
+    say = lambda text: print(text, file=progress, flush=True)
+    out: dict = {"heavy_preset": heavy, "light_preset": light, "race": LONGEST}
+    with Server(space) as server, RssPeak(server) as rss:
+        say("1. warm-up: a light Step, the heavy pair loaded, the prompt token limit read from a refusal")
+        _once(server.url, light, LIGHT_PROMPT)
+        _, refusal = _once(server.url, heavy, "1234567890" * 2000)
+        limit, overhead = _token_limit(refusal)
+        prompt = "7" * (limit - overhead)  # the longest prompt allowed, with the chat template
+        out["prompt_tokens"], out["rss_before_mib"] = limit, round(server.rss_mib(), 1)
+        phases = []
+        for n in racers:
+            say(f"2. {n} racer(s) for {seconds:g} s, a light Step every {every_s:g} s")
+            phases.append(_phase(server.url, heavy, light, prompt, n, seconds, every_s))
+        out["phases"] = phases
+        say(f"3. {series} of the longest races by one visitor, one after another")
+        racer = Racer(server.url, heavy, prompt, LONGEST)
+        out["series_s"] = [round(racer.race_once(seed), 2) for seed in range(series)]
+        out["series_endings"] = racer.endings
+        racer.close()
+        time.sleep(1.0)  # the closed clients' sessions are freed in a background task
+        out["rss_after_mib"] = round(server.rss_mib(), 1)
+    out["rss_peak_mib"] = round(rss.peak, 1)
+    return out
+
+
+def racers_text(out: dict) -> str:
+    """The scenario's figures as lines: per phase the light Step and the races' endings, then memory."""
+    lines = [f"racers: {out['heavy_preset']} longest race ({out['prompt_tokens']}-token prompt, max_new_tokens 200, "
+             f"gamma 16, 8 drafts); light Steps on {out['light_preset']}"]
+    for p in out["phases"]:
+        lines.append(f"  {p['racers']} racer(s), {p['seconds']:g} s: light Step median {p['light_median_s']} s, max "
+                     f"{p['light_max_s']} s ({p['light_steps']} answered, {p['light_lost']} lost); races completed "
+                     f"{p['races_completed']}, capped {p['races_capped']}, stopped {p['races_stopped']}, busy "
+                     f"{p['races_busy']}, other {p['races_other']}")
+    lines.append(f"  {len(out['series_s'])} longest races in a row: {out['series_s']} s")
+    lines.append(f"  server RSS before {out['rss_before_mib']} MiB, peak {out['rss_peak_mib']} MiB, after "
+                 f"{out['rss_after_mib']} MiB")
+    return "\n".join(lines)
+
+
+def race_against_bench(races: int = 10, progress=sys.stderr) -> dict:
+    """`races` races of the page's defaults (the default pair, γ 4, T 0.5, seed 8, 80 tokens) through the engine,
+    the first side alternating, each against one `bench --quick` run on the same machine just before: each race's
+    speed-up over the bench's, and how many fall within 15% and 25% of it."""
+    from ..core.config import DecodeConfig
+    from ..engine.models.presets import default_preset, pair_ref
+    from ..engine.serving.race import run_race
+    from ..engine.serving.run import RunSettings
+    from ..engine.serving.threads import use_serving_threads
+    from .bench import run_bench
+
+    _check("races", races, 1, 100)
+    print("1. bench --quick", file=progress, flush=True)
+    bench = run_bench(preset=default_preset(), quick=True)["speedup_vs_target_only"]
+    threads = use_serving_threads()  # as the app serves: one core left to everything else
+    pair = default_preset()
+    settings = RunSettings(pair=pair_ref(pair), prompt=LIGHT_PROMPT,
+                           config=DecodeConfig(gamma=4, temperature=0.5, seed=8, max_new_tokens=80))
+    settings.load()
+    print(f"2. {races} races of the page's defaults, {threads} thread(s)", file=progress, flush=True)
+    speedups, busy = [], []
+    for i in range(races):
+        race = run_race(settings, speculative_first=i % 2 == 0)
+        speedups.append(round(race.speedup, 3))
+        busy.append(None if race.others_busy_cores is None else round(race.others_busy_cores, 2))
+    ratios = [round(s / bench, 3) for s in speedups]
+    return {"preset": pair, "bench_quick_speedup": round(bench, 3), "race_speedups": speedups, "race_over_bench": ratios,
+            "within_15pct": sum(abs(r - 1) <= 0.15 for r in ratios), "within_25pct": sum(abs(r - 1) <= 0.25 for r in ratios),
+            "others_busy_cores": busy, "threads": threads}
