@@ -53,6 +53,7 @@ from .layout import (
     preset_choices,
     toy_choices,
 )
+from .share import show_opening, wire_share
 
 CACHE_SWEEP = (300, 900)  # (every, older than) seconds: gradio's delete_cache
 
@@ -60,7 +61,9 @@ CACHE_SWEEP = (300, 900)  # (every, older than) seconds: gradio's delete_cache
 def build_app() -> gr.Blocks:
     # gradio's cache (exports it serves, uploads) is swept every 5 minutes of files older than 15
     with gr.Blocks(title="specviz: speculative decoding, step by step", delete_cache=CACHE_SWEEP) as demo:
-        wire(demo, build_layout())
+        page = build_layout()
+        show_opening(list(view_outputs(page)))  # the first paint: a recorded lesson, before any model is called
+        wire(demo, page)
     return demo
 
 
@@ -75,6 +78,7 @@ def wire(demo: gr.Blocks, page: Page) -> None:
     wire_debug(demo, page)
     wire_acceptance_panels(page, after=stepping)
     wire_playground(page.pg, page.settings.notation, page.toolbar.lang, LIGHT, loaded)
+    wire_share(demo, page, list(view_outputs(page)), model_queue())
     wire_session(demo)
 
 
