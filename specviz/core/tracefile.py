@@ -80,6 +80,8 @@ def read_recording(data: bytes | str, *, max_bytes: int = MAX_FILE_BYTES, max_st
         raise TraceFileError(f"{name} holds no steps")
     head = items[0] if is_header(items[0]) else None
     steps = items[1:] if head is not None else items
+    if not steps:
+        raise TraceFileError(f"{name} holds no steps")
     if len(steps) > max_steps:
         raise TraceFileError(f"{name} has {len(steps):,} steps, over the {max_steps:,} allowed here")
     producer, settings, prompts, extra = _header_fields(head, name)

@@ -38,6 +38,7 @@ def round_lines(trace: StepTrace) -> list[str]:
     for p in trace.positions:
         u, chance = decisive(p.uniform, p.accept_prob) if p.uniform is not None else ("", "")
         test = ("not tested" if p.uniform is None else
+                f"target argmax: {'agrees' if p.verdict == 'accepted' else 'differs'}" if trace.greedy else
                 f"u {u} {'<' if p.uniform < p.accept_prob else '≥'} min(1, p/q) {chance}")
         lines.append(f"  {p.index + 1}. {SYMBOL.get(p.verdict, '?')} {show(p.draft_text):<12} q {num(p.draft_prob):<8} "
                      f"p {num(p.target_prob):<8} {test}  {p.verdict}")

@@ -44,7 +44,8 @@ def runs_from(recording) -> ReportRuns:
         for i in sorted({run.prompt_index for run in recording.runs}):
             records = [t.record for run in recording.runs if run.prompt_index == i for t in run.traces
                        if t.gamma == first and t.record is not None]
-            done.primary["prompts"].append({"prompt_index": i, **metric_set(records)})
+            prompt = next((run.prompt for run in recording.runs if run.prompt_index == i), "")
+            done.primary["prompts"].append({"prompt_index": i, "prompt": prompt, **metric_set(records)})
     return done
 
 
