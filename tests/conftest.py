@@ -15,3 +15,17 @@ def pair():
     # SPECVIZ_TEST_DEVICE / SPECVIZ_TEST_DTYPE run the engine tests on a GPU (e.g. cuda, float16)
     return load_pair("shakespeare", device=os.environ.get("SPECVIZ_TEST_DEVICE", "cpu"),
                      dtype=os.environ.get("SPECVIZ_TEST_DTYPE") or None)
+
+
+@pytest.fixture(scope="session")
+def page_settings():
+    """The page's settings by name, the one base every test changes: `page_settings(seed=3)` is the base with
+    seed 3 (the bundled pair, T = 1, top-k and top-p off, 40 tokens)."""
+    from dataclasses import replace
+
+    from specviz.present.page_settings import PageSettings
+
+    base = PageSettings(notation="leviathan", preset="shakespeare", prompt="ROMEO.\nBut soft", gamma=4, temperature=1.0,
+                        top_k=0, top_p=1.0, kl_budget=0.0, seed=0, max_new_tokens=40, draft_model="", target_model="",
+                        drafts=1, lang="en", drafter="model")
+    return lambda **change: replace(base, **change)

@@ -1,7 +1,7 @@
 """What each event does to a tab's Session: step, Play ticks, Pause, Reset, view a step.
 
-Gradio-free functions of (session, settings) -> (session, view), each under the session's lock,
-so the tests drive them without a server and wiring.py only connects them to components.
+Gradio-free functions of (session, PageSettings) -> (session, view), each under the session's lock, reading
+the settings by name, so the tests drive them without a server and wiring.py only connects them to components.
 """
 from __future__ import annotations
 
@@ -10,17 +10,18 @@ from collections import OrderedDict
 
 from ..core.notation import letters, notation_key
 from ..engine.decoding.decoders import DecodingFinished
+from ..engine.limits import event_deadline
 from ..engine.models.policy import scrub_paths
 from ..engine.models.presets import ModelLoadError
-from ..engine.serving.limits import event_deadline
 from ..engine.serving.race import run_race
 from ..engine.settings import current as current_deployment
 from ..present.errors import localize
 from ..present.i18n import CATALOGUE, tr
+from ..present.page_settings import PageSettings, settings_from
 from ..present.race import race_html
 from ..present.recorded import advance, view_of, view_step
 from ..present.render import Status
-from ..present.views import Session, View, settings_from, step_session, with_lock
+from ..present.views import Session, View, step_session, with_lock
 
 SESSION_TTL_S = 15 * 60      # an idle tab's run is freed after this long (gr.State time_to_live)
 QUEUE_STATUS_S = 1.0         # queued visitors' positions refresh each second, not after every event
@@ -112,11 +113,12 @@ def shown_value(value, limit: int = 80) -> str:
     return text if len(text) <= limit else text[:limit] + "…"
 
 
-def _step(session: Session, notation: str, knobs, lang: str = "en") -> tuple[View, Status]:
+def _step(session: Session, settings: PageSettings) -> tuple[View, Status]:
+    lang = settings.lang
     status = check_lang(lang)
     if status.error:  # nothing else is read in a language the page does not have
         return view_of(session, DEFAULT_NOTATION, status, "en"), status
-    notation, status = _notation(notation, lang)
+    notation, status = _notation(settings.notation, lang)
     if status.error:  # nothing steps on a bad value
         return view_of(session, notation, status, lang), status
     if session.recorded is not None:  # an open recording: Step moves through it, no model runs
@@ -125,7 +127,7 @@ def _step(session: Session, notation: str, knobs, lang: str = "en") -> tuple[Vie
     session.stepped = True  # the opening lesson gives way to the visitor's own run
     try:
         with event_deadline(current_deployment().event_timeout_s):
-            status = step_session(session, settings_from(*knobs), lang)
+            status = step_session(session, settings_from(settings), lang)
     except (ValueError, ModelLoadError, RuntimeError) as err:
         status = _failure(err, lang)
     return view_of(session, notation, status, lang), status
@@ -141,12 +143,13 @@ def _failure(err: Exception, lang: str) -> Status:
 
 
 @with_lock
-def race_handler(session, *knobs, lang: str = "en"):
+def race_handler(session, settings: PageSettings):
     """Race: the page's settings decoded to the end by each side alone, the first side alternating per tab;
     returns (session, the race's HTML or None to keep what is shown, status)."""
+    lang = settings.lang
     try:
         with event_deadline(current_deployment().event_timeout_s):
-            shown = race_html(run_race(settings_from(*knobs), speculative_first=session.races % 2 == 0), lang)
+            shown = race_html(run_race(settings_from(settings), speculative_first=session.races % 2 == 0), lang)
     except (ValueError, ModelLoadError, RuntimeError) as err:
         return session, None, _failure(err, lang)
     session.races += 1
@@ -154,18 +157,18 @@ def race_handler(session, *knobs, lang: str = "en"):
 
 
 @with_lock
-def step_handler(session, notation, *knobs, lang: str = "en"):
+def step_handler(session, settings: PageSettings):
     """Step: one round of the session's run."""
-    view, _ = _step(session, notation, knobs, lang)
+    view, _ = _step(session, settings)
     return session, view
 
 
 @with_lock
-def tick_handler(session, notation, *knobs, lang: str = "en"):
+def tick_handler(session, settings: PageSettings):
     """A Play tick: a step, unless Pause or Reset came first; stops on the end or an error."""
     if not session.playing:
         return session, None, False
-    view, status = _step(session, notation, knobs, lang)
+    view, status = _step(session, settings)
     recorded = session.recorded
     ended = recorded.at >= recorded.total if recorded is not None else session.run is None or session.run.finished
     if status.error or ended:

@@ -60,7 +60,7 @@ class Settings:
     top_k: object
     top_p: object
     seed: object
-    max_new: object
+    max_new_tokens: object
     draft_model: object
     target_model: object
     header: object
@@ -251,7 +251,7 @@ def settings_column(T) -> Settings:
             top_k = gr.Number(value=TOP_K_OFF, minimum=0, label=T("lbl.top_k"), elem_id="top-k")
             top_p = gr.Slider(0.05, 1.0, value=TOP_P_OFF, step=0.05, label=T("lbl.top_p"), elem_id="top-p")
             seed = gr.Number(value=DEFAULT_SEED, minimum=0, label=T("lbl.seed"), elem_id="seed")
-            max_new = gr.Slider(1, 200, value=80, step=1, label=T("lbl.max_new"), elem_id="max-new-tokens")
+            max_new_tokens = gr.Slider(1, 200, value=80, step=1, label=T("lbl.max_new"), elem_id="max-new-tokens")
         with gr.Accordion(T("lbl.own_pair"), open=False):
             draft_model = gr.Textbox("", label=T("lbl.draft_model"), elem_id="draft-model",
                                      placeholder="e.g. HuggingFaceTB/SmolLM2-135M")
@@ -260,7 +260,7 @@ def settings_column(T) -> Settings:
         header = gr.Markdown(intro("leviathan"), elem_id="intro")
     return Settings(prompt=prompt, example=example, preset=preset, gamma=gamma, drafts=drafts, drafter=drafter,
                     temperature=temperature, kl_scale=kl_scale, kl_budget=kl_budget, kl_note=kl_note,
-                    notation=notation, top_k=top_k, top_p=top_p, seed=seed, max_new=max_new,
+                    notation=notation, top_k=top_k, top_p=top_p, seed=seed, max_new_tokens=max_new_tokens,
                     draft_model=draft_model, target_model=target_model, header=header)
 
 

@@ -15,7 +15,7 @@ import gradio as gr
 from ..core.recipe import Recipe, RecipeError, encode_recipe, token_digest
 from ..core.tracefile import TraceFileError, read_recording
 from ..engine.models.presets import ModelLoadError
-from ..engine.serving.limits import event_deadline
+from ..engine.limits import event_deadline
 from ..engine.settings import current as current_deployment
 from ..present.i18n import tr
 from ..present.recorded import LESSONS, Playback, open_lesson, opening, recorded_label, view_of
@@ -177,14 +177,12 @@ READ_LINK_JS = """() => {
 }"""
 
 
-SETTING_COMPONENTS = {"max_new_tokens": "max_new"}  # a setting's name where its component's differs
-
-
-def wire_share(demo: gr.Blocks, page, views: list, model_queue: dict) -> None:
+def wire_share(demo: gr.Blocks, page, views: list, model_queue: dict, inputs: dict) -> None:
     """The link and the recordings' events. `views`: the components a View fills, in View's order (after the
-    session); a link's settings also fill the settings column, so the next Step continues the same run."""
+    session); `inputs`: the components of LINK_SETTINGS by name, which a link's settings fill, so the next Step
+    continues the same run."""
     bar, session, lang, notation = page.share, page.session, page.toolbar.lang, page.settings.notation
-    knobs = [getattr(page.settings, SETTING_COMPONENTS.get(name, name)) for name in LINK_SETTINGS]
+    knobs = [inputs[name] for name in LINK_SETTINGS]
     message = page.controls.message
 
     def shown(s, view, status):

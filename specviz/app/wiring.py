@@ -11,14 +11,16 @@ import json
 import gradio as gr
 
 from ..core import playground
+from ..engine.limits import event_deadline
 from ..engine.models.presets import PRESETS
-from ..engine.serving.limits import event_deadline
 from ..engine.settings import current as current_deployment
 from ..present import render
 from ..present.debug_panels import debug_panels_view
 from ..present.errors import localize
 from ..present.i18n import CATALOGUE, LANGUAGES, tr
+from ..present.page_settings import RACE_PARAMETERS, STEP_PARAMETERS, PageSettings
 from ..present.race import race_html
+from ..present.share import LINK_SETTINGS
 from ..present.views import (
     Session,
     View,
@@ -31,6 +33,7 @@ from ..present.views import (
 )
 from .gradio_internals import cache_dir, forget_tab
 from .handlers import (
+    DEFAULT_NOTATION,
     adopt,
     intro,
     play_handler,
@@ -78,12 +81,12 @@ def wire(demo: gr.Blocks, page: Page) -> None:
     wire_debug(demo, page)
     wire_acceptance_panels(page, after=stepping)
     wire_playground(page.pg, page.settings.notation, page.toolbar.lang, LIGHT, loaded)
-    wire_share(demo, page, list(view_outputs(page)), model_queue())
+    wire_share(demo, page, list(view_outputs(page)), model_queue(), setting_inputs(page, LINK_SETTINGS))
     wire_session(demo)
 
 
 # Event settings shared by the groups. Model-bound events share one queue: a class queues, not thrashes; one
-# worker more than heavy work may hold (engine/serving/limits.py), so a light Step always finds one while long
+# worker more than heavy work may hold (engine/limits.py), so a light Step always finds one while long
 # prompts are read. Knobs reach DecodeConfig as sent: refused by name, never rounded or clipped (RAW).
 LIGHT = dict(concurrency_limit=None, api_visibility="private")
 LIGHT_PUBLIC = dict(concurrency_limit=None)
@@ -94,12 +97,13 @@ def model_queue() -> dict:
     return dict(concurrency_id="model", concurrency_limit=current_deployment().concurrency + 1)
 
 
-def knobs(page: Page) -> list:
-    """The decoding's inputs in /step's order: drafts last, so positional /step calls of older clients keep
-    their meaning (then lang)."""
-    s = page.settings
-    return [s.preset, s.prompt, s.gamma, s.temperature, s.top_k, s.top_p, s.kl_budget, s.seed, s.max_new,
-            s.draft_model, s.target_model, s.drafts]
+def setting_inputs(page: Page, names: tuple[str, ...]) -> dict:
+    """The components that send the named page settings (PageSettings' fields), by name: gradio passes each
+    value as the handler's keyword argument of that name, and the API lists them in this order."""
+    return {name: getattr(page.toolbar if name in TOOLBAR_SETTINGS else page.settings, name) for name in names}
+
+
+TOOLBAR_SETTINGS = {"lang"}   # settings whose component sits in the toolbar, not the settings column
 
 
 def view_outputs(page: Page) -> View:
@@ -138,19 +142,15 @@ def wire_step(page: Page) -> list:
     """Step, Play (a timer's ticks) and Reset; returns their events (what shows a run redraws after them)."""
     session, timer, c = page.session, page.timer, page.controls
 
-    def on_step(session_state, notation, preset, prompt, gamma, temperature, top_k, top_p, kl_budget, seed,
-            max_new_tokens, draft_model, target_model, drafts=1, lang="en", drafter="model",
-            request: gr.Request = None):  # /step's parameters; each new one goes last, after lang
-        s, view = step_handler(adopt(session_state, request.session_hash, lang), notation, preset, prompt, gamma, temperature,
-                   top_k, top_p, kl_budget, seed, max_new_tokens, draft_model, target_model, drafts, drafter, lang=lang)
+    def on_step(session_state, request: gr.Request = None, **sent):  # /step's parameters: PageSettings' fields
+        settings = PageSettings(**sent)
+        s, view = step_handler(adopt(session_state, request.session_hash, settings.lang), settings)
         return {session: s, **updates(page, view)}
 
-    def on_tick(s, n, preset, prompt, gamma, temperature, top_k, top_p, kl_budget, seed, max_new_tokens, draft_model,
-                target_model, drafts, code, drafter, request: gr.Request):  # named: gradio passes a Request only to a positional parameter
-        s, view, playing = tick_handler(adopt(s, request.session_hash, code), n, preset, prompt, gamma, temperature, top_k,
-                                        top_p, kl_budget, seed, max_new_tokens, draft_model, target_model, drafts,
-                                        drafter, lang=code)
-        return {session: s, **updates(page, view), **playing_updates(page, playing, code)}
+    def on_tick(s, request: gr.Request = None, **sent):
+        settings = PageSettings(**sent)
+        s, view, playing = tick_handler(adopt(s, request.session_hash, settings.lang), settings)
+        return {session: s, **updates(page, view), **playing_updates(page, playing, settings.lang)}
 
     def on_play(s, seconds, code):
         s, playing = play_handler(s)
@@ -166,12 +166,12 @@ def wire_step(page: Page) -> list:
         s, view = reset_handler(s, n, lang=getattr(s, "lang", "en"))
         return {session: s, **updates(page, view)}
 
-    decoding = [session, page.settings.notation, *knobs(page), page.toolbar.lang, page.settings.drafter]
+    decoding = dict(inputs=[session], inputs_kwargs=setting_inputs(page, STEP_PARAMETERS))
     # trigger_mode="multiple": quick presses queue (5 presses = 5 steps), serialised by the session's lock;
     # no progress display: it kept the browser busy exactly while the round's forwards were being timed
-    stepped = c.step_btn.click(on_step, decoding, all_views(page), api_name="step", trigger_mode="multiple",
-                               show_progress="hidden", **model_queue(), **RAW)
-    tick = timer.tick(on_tick, decoding, [*all_views(page), timer, c.play_btn], api_visibility="private",
+    stepped = c.step_btn.click(on_step, **decoding, outputs=all_views(page), api_name="step",
+                               trigger_mode="multiple", show_progress="hidden", **model_queue(), **RAW)
+    tick = timer.tick(on_tick, **decoding, outputs=[*all_views(page), timer, c.play_btn], api_visibility="private",
                       show_progress="hidden", **model_queue(), **RAW)
     c.play_btn.click(on_play, [session, page.toolbar.speed, page.toolbar.lang], [session, timer, c.play_btn],
                      **LIGHT)
@@ -185,16 +185,14 @@ def wire_race(page: Page) -> None:
     """The race: both sides alone, replayed on one clock."""
     session, race, message = page.session, page.step.race, page.controls.message
 
-    def on_race(s, preset, prompt, gamma, temperature, top_k, top_p, kl_budget, seed, max_new_tokens, draft_model,
-                target_model, drafts=1, lang="en", drafter="model", request: gr.Request = None):  # /step's but notation
-        s, shown, status = race_handler(adopt(s, request.session_hash, lang), preset, prompt, gamma, temperature,
-                                        top_k, top_p, kl_budget, seed, max_new_tokens, draft_model, target_model,
-                                        drafts, drafter, lang=lang)
+    def on_race(s, request: gr.Request = None, **sent):  # /step's parameters but notation
+        settings = PageSettings(notation=DEFAULT_NOTATION, **sent)
+        s, shown, status = race_handler(adopt(s, request.session_hash, settings.lang), settings)
         return {session: s, race: gr.skip() if shown is None else shown, message: render.message_html(status)}
 
     # the race's own forwards are timed: only a small timer on #race moves in the browser meanwhile
-    page.controls.race_btn.click(on_race, [session, *knobs(page), page.toolbar.lang, page.settings.drafter],
-                                 [session, race, message], api_name="race", show_progress="minimal",
+    page.controls.race_btn.click(on_race, inputs=[session], inputs_kwargs=setting_inputs(page, RACE_PARAMETERS),
+                                 outputs=[session, race, message], api_name="race", show_progress="minimal",
                                  show_progress_on=race, **model_queue(), **RAW)
 
 

@@ -10,13 +10,11 @@ from __future__ import annotations
 from ..core.recipe import Producer, Recipe, RecipeError, decode_recipe, encode_recipe, producer_here, token_digest
 from ..engine.serving.run import ComparedRun, RunSettings
 from .i18n import tr
-from .views import settings_from
+from .page_settings import STEP_PARAMETERS, PageSettings, settings_from
 
-# The page's settings by name, in /step's order: what a link must hold to rerun a tab's run (notation is how it
-# is drawn, not what runs, and travels too so the link shows the same letters).
-RUN_SETTINGS = ("preset", "prompt", "gamma", "temperature", "top_k", "top_p", "kl_budget", "seed", "max_new_tokens",
-                "draft_model", "target_model", "drafts", "drafter")
-LINK_SETTINGS = (*RUN_SETTINGS, "notation")
+# The page's settings by name (PageSettings' fields): what a link must hold to rerun a tab's run, and the letters
+# it was drawn in. The language is not one: it travels as the link's own ?lang=, and the opener may change it.
+LINK_SETTINGS = tuple(name for name in STEP_PARAMETERS if name != "lang")
 
 
 def dtype_text(pair) -> str:
@@ -32,14 +30,15 @@ def producer_of(run: ComparedRun) -> Producer:
 
 
 def settings_of(run_settings: RunSettings, notation: str) -> dict:
-    """A run's settings by name, as the page's controls hold them."""
+    """A run's settings by name (PageSettings' fields but the language), as the page's controls hold them: read
+    from what ran, so a link reruns the run shown even if a control was changed since."""
     c, pair = run_settings.config, run_settings.pair
-    preset = pair.name if pair.name else ""
-    own = not preset
-    return {"preset": preset, "prompt": run_settings.prompt, "gamma": c.gamma, "temperature": c.temperature,
-            "top_k": c.top_k, "top_p": c.top_p, "kl_budget": c.kl_budget, "seed": c.seed,
-            "max_new_tokens": c.max_new_tokens, "draft_model": pair.draft if own else "",
-            "target_model": pair.target if own else "", "drafts": c.drafts, "drafter": c.drafter, "notation": notation}
+    own = not pair.name
+    named = {"notation": notation, "preset": pair.name, "prompt": run_settings.prompt, "gamma": c.gamma,
+             "temperature": c.temperature, "top_k": c.top_k, "top_p": c.top_p, "kl_budget": c.kl_budget,
+             "seed": c.seed, "max_new_tokens": c.max_new_tokens, "draft_model": pair.draft if own else "",
+             "target_model": pair.target if own else "", "drafts": c.drafts, "drafter": c.drafter}
+    return {name: named[name] for name in LINK_SETTINGS}
 
 
 def link_recipe(run: ComparedRun, step: int, notation: str) -> str:
@@ -53,11 +52,14 @@ def read_link(text) -> Recipe:
     return decode_recipe(text, LINK_SETTINGS)
 
 
+def page_settings_of(recipe: Recipe, lang: str = "en") -> PageSettings:
+    return PageSettings(**recipe.settings, lang=lang)
+
+
 def run_settings_of(recipe: Recipe) -> RunSettings:
     """The recipe's settings as this deployment would run them: ValueError / ModelLoadError naming a setting out
     of range or a pair it does not offer."""
-    s = recipe.settings
-    return settings_from(*(s[name] for name in RUN_SETTINGS))
+    return settings_from(page_settings_of(recipe))
 
 
 def replay(recipe: Recipe, lang: str = "en") -> tuple[ComparedRun, str]:

@@ -15,14 +15,13 @@ from typing import NamedTuple
 import plotly.graph_objects as go
 
 from ..core import playground
-from ..core.config import DRAFTS_MAX, DRAFTS_MIN, DecodeConfig
+from ..core.config import DRAFTS_MAX, DRAFTS_MIN
 from ..core.notation import letters, p_value_text
-from ..engine.decoding.decoders import clean_text
-from ..engine.models.policy import custom_pair, visitor_pair
 from ..engine.serving.run import ComparedRun, RunSettings
 from . import export, playground_figures, render, run_figures, step_figures
 from .errors import localize
 from .i18n import tr
+from .page_settings import text_value
 from .plotting import empty_figure
 from .render import Status
 
@@ -121,33 +120,6 @@ def build_view(session: Session, notation: str, status: Status = Status(), lang:
                 render.round_summary(trace, notation, lang))
 
 
-PAGE_MAX_NEW_TOKENS = 200  # the page's slider, and the /step API's limit (a session's traces stay small)
-
-
-def _text(name: str, value) -> str:
-    if value is None:
-        return ""
-    if not isinstance(value, str):
-        raise ValueError(f"{name} must be text, not {value!r}")
-    return value
-
-
-def settings_from(preset, prompt, gamma, temperature, top_k, top_p, kl_budget, seed, max_new_tokens,
-                  draft_model: str = "", target_model: str = "", drafts=1, drafter="model") -> RunSettings:
-    """The page's knobs as RunSettings; bad values raise ValueError / ModelLoadError naming the knob.
-    Draft and target model fields, when both are filled, replace the preset (see models.custom_pair)."""
-    config = DecodeConfig.from_knobs(gamma=gamma, temperature=temperature, top_k=top_k, top_p=top_p,
-                                     kl_budget=kl_budget, max_new_tokens=max_new_tokens, seed=seed,
-                                     drafts=1 if drafts is None else drafts,
-                                     drafter="model" if drafter is None else drafter)
-    if config.max_new_tokens > PAGE_MAX_NEW_TOKENS:
-        raise ValueError(f"max_new_tokens must be a whole number in 1..{PAGE_MAX_NEW_TOKENS} here, "
-                         f"not {max_new_tokens!r} (the command line goes further)")
-    draft_model, target_model = _text("draft_model", draft_model).strip(), _text("target_model", target_model).strip()
-    pair = custom_pair(draft_model, target_model) if draft_model or target_model else visitor_pair(preset)
-    return RunSettings(pair=pair, prompt=clean_text(_text("prompt", prompt)), config=config)
-
-
 def step_session(session: Session, settings: RunSettings, lang: str = "en") -> Status:
     """One step of the session's run (a new run if the settings changed)."""
     note, session.notice = session.notice, ""
@@ -171,7 +143,7 @@ def step_session(session: Session, settings: RunSettings, lang: str = "en") -> S
 
 def playground_tokens(text: str, size: int) -> list[str]:
     """The token names typed by the user, padded with t1, t2, ... or cut to the distributions' size."""
-    names = [x.strip() for x in _text("tokens", text).split(",") if x.strip()]
+    names = [x.strip() for x in text_value("tokens", text).split(",") if x.strip()]
     return (names + [f"t{i + 1}" for i in range(len(names), size)])[:size]
 
 

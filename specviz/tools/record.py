@@ -18,9 +18,9 @@ from ..core import tracefile
 from ..core.trace import StepTrace
 from ..engine.models.presets import PRESETS
 from ..engine.serving.run import ComparedRun, RunSettings, WarmRuns
+from ..present.page_settings import PageSettings, settings_from
 from ..present.recorded import LESSONS, lesson_path
 from ..present.share import producer_of, settings_of
-from ..present.views import settings_from
 
 
 def shape(trace: StepTrace) -> str:
@@ -44,8 +44,10 @@ class Lesson:
     max_new_tokens: int = 80
 
     def run_settings(self) -> RunSettings:
-        return settings_from(self.preset, self.prompt, self.gamma, self.temperature, 0, 1.0, 0.0, self.seed,
-                             self.max_new_tokens, "", "", 1, self.drafter)
+        return settings_from(PageSettings(notation="leviathan", preset=self.preset, prompt=self.prompt, gamma=self.gamma,
+                                          temperature=self.temperature, top_k=0, top_p=1.0, kl_budget=0.0,
+                                          seed=self.seed, max_new_tokens=self.max_new_tokens, draft_model="",
+                                          target_model="", drafter=self.drafter))
 
 
 FIX_SPELLING = dict(PRESETS["smollm2-local"].lookup_examples)["fix-spelling"]

@@ -9,18 +9,14 @@ from specviz.app.handlers import reset_handler, step_handler
 from specviz.present.debug_panels import debug_panels_view
 from specviz.present.views import Session
 
-KNOBS = ["shakespeare", "ROMEO.\nBut soft", 4, 1.0, 0, 1.0, 0.0, 3, 40]  # T = 1: rejections and bonus tokens
 
-
-def test_each_run_is_a_request_and_the_table_follows_the_run(pair):
+def test_each_run_is_a_request_and_the_table_follows_the_run(page_settings, pair):
     session = Session()
-    for _ in range(4):
-        session, _ = step_handler(session, "leviathan", *KNOBS, "", "", 1)
+    for _ in range(4):  # T = 1: rejections and bonus tokens
+        session, _ = step_handler(session, page_settings(seed=3))
     first = [t.n_accepted for t in session.traces]
-    knobs = list(KNOBS)
-    knobs[7] = 5  # another seed: a new run, the first one kept as a request
-    for _ in range(3):
-        session, _ = step_handler(session, "leviathan", *knobs, "", "", 1)
+    for _ in range(3):  # another seed: a new run, the first one kept as a request
+        session, _ = step_handler(session, page_settings(seed=5))
     table, plot, note, histogram = debug_panels_view(session, "", "0.2", "1,2,4", "1,2", "en")
     assert len(session.kept_runs) == 1 and [r.n_accepted for r in session.kept_runs[0]] == first
     assert sum(sum(t.y) for t in histogram.data) == 2 and "<tr><td>4</td><td>2</td>" in note

@@ -47,15 +47,32 @@ def call(url: str, api: str, body: str) -> tuple[str, object]:
     return event, (data.get("error") if isinstance(data, dict) else data)
 
 
-STEP = ["leviathan", "shakespeare", "KING.", 4, 1.0, 0, 1.0, 0.0, 0, 20, "", "", 1, "en", "model"]  # /step's parameters
+# /step's parameters in their published order (docs/architecture.md): the contract, copied here by hand
+PUBLISHED = ("notation", "preset", "prompt", "gamma", "temperature", "top_k", "top_p", "kl_budget", "seed",
+             "max_new_tokens", "draft_model", "target_model", "drafts", "lang", "drafter")
 
 
-def step_body(**change) -> str:
-    names = ["notation", "preset", "prompt", "gamma", "temperature", "top_k", "top_p", "kl_budget", "seed",
-             "max_new_tokens", "draft_model", "target_model", "drafts", "lang", "drafter"]
-    values = dict(zip(names, STEP))
-    values.update(change)
-    return json.dumps({"data": [values[n] for n in names]})
+@pytest.fixture(scope="module")
+def step_body(page_settings):
+    """step_body(**change): a raw /step body, every value by name from the page's settings, in PUBLISHED order."""
+    def body(**change) -> str:
+        settings = page_settings(**{"prompt": "KING.", "max_new_tokens": 20, **change})
+        return json.dumps({"data": [getattr(settings, name) for name in PUBLISHED]})
+    return body
+
+
+def test_step_and_race_take_the_page_settings_in_their_published_order():
+    """The API the wired handlers publish: PageSettings' fields, the published ones first in their order (a new
+    setting goes last), and the race the same without the notation."""
+    from specviz.app.wiring import build_app
+    from specviz.present.page_settings import RACE_PARAMETERS, STEP_PARAMETERS
+
+    endpoints = build_app().get_api_info()["named_endpoints"]
+    step = [p["parameter_name"] for p in endpoints["/step"]["parameters"]]
+    race = [p["parameter_name"] for p in endpoints["/race"]["parameters"]]
+    assert tuple(step) == STEP_PARAMETERS and tuple(step[:len(PUBLISHED)]) == PUBLISHED
+    assert tuple(race) == RACE_PARAMETERS == tuple(name for name in step if name != "notation")
+    assert all(p["parameter_has_default"] for p in endpoints["/step"]["parameters"])  # predict() steps on defaults
 
 
 MESSAGE = 9  # /step's outputs: text, card, counters, narration, 3 plots, history, viewed step, message, ...
@@ -159,20 +176,16 @@ def test_gradios_cache_sweep_is_on_and_removes_uploads(served):
     ({"kl_budget": -1}, "kl_budget"), ({"max_new_tokens": 500}, "max_new_tokens"), ({"notation": None}, "notation"),
     ({"notation": "klingon"}, "notation"), ({"preset": "nope"}, "preset"), ({"prompt": 5}, "prompt"),
     ({"draft_model": 7, "target_model": "x"}, "draft_model")])
-def test_bad_step_values_are_messages_naming_the_setting(served, change, named):
+def test_bad_step_values_are_messages_naming_the_setting(served, step_body, change, named):
     event, outputs = call(served[1], "step", step_body(**change))
     assert event == "complete", outputs
     assert named in message_of(outputs), message_of(outputs)
     assert "Step 1" not in outputs[2]  # nothing stepped
 
 
-STEP_NAMES = ["notation", "preset", "prompt", "gamma", "temperature", "top_k", "top_p", "kl_budget", "seed",
-              "max_new_tokens", "draft_model", "target_model", "drafts", "lang", "drafter"]
-
-
 @pytest.mark.parametrize("value", [[1], {"a": 1}], ids=["list", "dict"])
-@pytest.mark.parametrize("name", STEP_NAMES)
-def test_a_list_or_dict_for_any_step_parameter_is_a_message_naming_it(served, name, value):
+@pytest.mark.parametrize("name", PUBLISHED)
+def test_a_list_or_dict_for_any_step_parameter_is_a_message_naming_it(served, step_body, name, value):
     event, outputs = call(served[1], "step", step_body(**{name: value}))
     assert event == "complete", outputs
     assert name in message_of(outputs) and "upstream" not in message_of(outputs), message_of(outputs)
@@ -180,12 +193,11 @@ def test_a_list_or_dict_for_any_step_parameter_is_a_message_naming_it(served, na
 
 
 @pytest.mark.parametrize("body, named", [('"seed": NaN', "seed"), ('"top_k": Infinity', "top_k")])
-def test_non_finite_json_numbers_are_named_too(served, body, named):
+def test_non_finite_json_numbers_are_named_too(served, step_body, body, named):
     """NaN and Infinity as JSON tokens (Python's json writes them), not strings."""
     values = json.loads(step_body())["data"]
-    names = ["notation", "preset", "prompt", "gamma", "temperature", "top_k", "top_p", "kl_budget", "seed"]
     key, token = body.split(": ")
-    values[names.index(key.strip('"'))] = "__TOKEN__"
+    values[PUBLISHED.index(key.strip('"'))] = "__TOKEN__"
     text = json.dumps({"data": values}).replace('"__TOKEN__"', token)
     event, outputs = call(served[1], "step", text)
     assert event == "complete" and named in message_of(outputs), outputs
@@ -218,7 +230,7 @@ def test_config_shows_no_memory_address(served):
     assert "delete_callback" in text and not re.search(r" at 0x[0-9a-f]+", text)
 
 
-def test_a_lone_surrogate_becomes_u_fffd(served):
+def test_a_lone_surrogate_becomes_u_fffd(served, step_body):
     event, outputs = call(served[1], "step", step_body(prompt="KING.\ud800 Now"))
     timeline = html.unescape(outputs[1])  # a raw call's outputs: the session (null), then the text
     assert event == "complete" and "KING.\ufffd Now" in timeline and "KING.? Now" not in timeline
@@ -250,7 +262,7 @@ def test_the_pages_integer_fields_do_not_round_what_is_typed():
     assert step.preprocess is False
 
 
-def test_a_session_in_an_event_is_not_freed_under_it(pair):
+def test_a_session_in_an_event_is_not_freed_under_it(page_settings, pair):
     """gradio's expiry loop may fire while the session steps (its lock held): the run stays, since
     gradio stores the session back when the event ends; once idle it is freed and its client noted."""
     from specviz.app.handlers import FREED, release_session, step_handler
@@ -258,7 +270,7 @@ def test_a_session_in_an_event_is_not_freed_under_it(pair):
 
     session = Session()
     session.owner = "client-under-test"
-    step_handler(session, "leviathan", "shakespeare", "KING.", 4, 1.0, 0, 1.0, 0.0, 0, 20)
+    step_handler(session, page_settings(prompt="KING.", max_new_tokens=20))
     with session.lock:
         release_session(session)
     assert session.run is not None and len(session.traces) == 1

@@ -61,14 +61,14 @@ def test_locally_every_preset_is_offered(monkeypatch):
     assert policy.offered_presets() == list(presets.PRESETS)
 
 
-def test_a_step_naming_a_preset_not_offered_loads_nothing(space, pair):
+def test_a_step_naming_a_preset_not_offered_loads_nothing(space, page_settings, pair):
     from specviz.app.handlers import step_handler
     from specviz.engine.serving.run import RunSettings
     from specviz.present.views import Session
 
     loads = []
     space.setattr(RunSettings, "load", lambda self: loads.append(self) or pair)
-    _, view = step_handler(Session(), "leviathan", "qwen2.5", "Hello", 4, 1.0, 0, 1.0, 0.0, 0, 20)
+    _, view = step_handler(Session(), page_settings(preset="qwen2.5", prompt="Hello", max_new_tokens=20))
     assert "SPECVIZ_PRESETS" in view.message and loads == []
 
 

@@ -7,9 +7,9 @@ import time
 import pytest
 
 from specviz.core.config import DecodeConfig
+from specviz.engine import limits
+from specviz.engine.limits import EventTimeout, HeavySlots, ServerBusy, event_deadline
 from specviz.engine.models.presets import pair_ref
-from specviz.engine.serving import limits
-from specviz.engine.serving.limits import EventTimeout, HeavySlots, ServerBusy, event_deadline
 from specviz.engine.serving.run import ComparedRun, RunSettings, WarmRuns
 from specviz.present.views import Session, step_session
 
@@ -107,7 +107,7 @@ def test_a_thread_holding_a_heavy_slot_runs_its_own_long_forwards_in_it():
     """A race holds a slot for both of its decodes; the long prefills inside must not wait for a second one."""
     import threading
 
-    from specviz.engine.serving.limits import HEAVY_TOKENS, HeavySlots
+    from specviz.engine.limits import HEAVY_TOKENS, HeavySlots
 
     slots, done = HeavySlots(running=1, admitted=2), threading.Event()
 

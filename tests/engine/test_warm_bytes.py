@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from specviz.core.config import DecodeConfig
-from specviz.engine.caches import memory
+from specviz.engine import memory
 from specviz.engine.models import loading, presets
 from specviz.engine.models.presets import ModelLoadError, Preset, pair_ref
 from specviz.engine.serving.run import ComparedRun, RunSettings, WarmRuns

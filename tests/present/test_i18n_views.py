@@ -20,14 +20,8 @@ from specviz.core.notation import notation_key
 from specviz.present import render, run_figures
 from specviz.present.errors import localize
 from specviz.present.i18n import pick, tr
-from specviz.present.views import (
-    Session,
-    playground_drafts_run,
-    playground_run,
-    playground_view,
-    rejection_columns,
-    settings_from,
-)
+from specviz.present.page_settings import settings_from
+from specviz.present.views import Session, playground_drafts_run, playground_run, playground_view, rejection_columns
 
 ENGLISH = [
     # step figures
@@ -104,34 +98,28 @@ def figure_words(fig) -> str:
     return "\n".join(parts)
 
 
-KNOBS = ("shakespeare", "ROMEO.\nBut soft", 4, 1.0, 0, 1.0, 0.0, 3, 40)  # preset, prompt, gamma, T, top-k, top-p, KL, seed, max
-
-
 @pytest.fixture(scope="module")
-def runs(pair):
+def runs(page_settings, pair):
     """Three real runs: 6 steps at T = 1 (rejections and bonus tokens), 2 greedy, 2 mentored; and a tree run."""
     sessions = {}
-    for name, change in (("exact", {}), ("greedy", {3: 0.0}), ("mentored", {6: 0.05}), ("tree", {2: 3})):
-        knobs = list(KNOBS)
-        for i, v in change.items():
-            knobs[i] = v
-        drafts = 4 if name == "tree" else 1
+    for name, change in (("exact", {}), ("greedy", {"temperature": 0.0}), ("mentored", {"kl_budget": 0.05}),
+                         ("tree", {"gamma": 3, "drafts": 4})):
         session = Session()
         for _ in range(6 if name == "exact" else 2):
-            session, _ = step_handler(session, "leviathan", *knobs, "", "", drafts)
+            session, _ = step_handler(session, page_settings(seed=3, **change))
         sessions[name] = session
     kinds = {t.correction.kind for t in sessions["exact"].traces}
     assert kinds == {"resampled", "bonus"}, kinds  # both corrections are shown below
     return sessions
 
 
-def test_the_oracle_finds_the_english_page(runs):
+def test_the_oracle_finds_the_english_page(runs, page_settings):
     """The same checks on the English page find English everywhere: the checks below can fail."""
     session, view = view_handler(runs["tree"], "leviathan", None, lang="en")
     for part in (view.analytics, view.step_card, figure_words(view.pq), figure_words(view.analytics_plot)):
         assert len(english_in(part)) >= 3, part
     _, summary, _ = playground_run("", "0.5, 0.5", "0.9, 0.1", 2_000, 0, "leviathan", "en")
-    assert len(english_in(summary)) >= 5 and english_in(localize("en", bad_inputs()[0]))
+    assert len(english_in(summary)) >= 5 and english_in(localize("en", bad_inputs(page_settings)[0]))
 
 
 @pytest.mark.parametrize("lang", LANGS)
@@ -195,13 +183,13 @@ def config(**change):
     return DecodeConfig.from_knobs(**{**knobs, **change})
 
 
-def bad_inputs():
+def bad_inputs(page_settings):
     """Real exceptions from the code that validates settings, in English as the CLI and API say them."""
     cases = [lambda: config(gamma=99), lambda: config(gamma=2.5), lambda: config(temperature=-1),
              lambda: config(top_k=-3), lambda: config(top_p=2.0), lambda: config(kl_budget=float("inf")),
              lambda: config(seed=-1), lambda: config(drafts=3, kl_budget=0.1), lambda: config(temperature="hot"),
-             lambda: settings_from("shakespeare", "x", 4, 1.0, 0, 1.0, 0.0, 0, 500),
-             lambda: settings_from("shakespeare", 5, 4, 1.0, 0, 1.0, 0.0, 0, 10),
+             lambda: settings_from(page_settings(prompt="x", max_new_tokens=500)),
+             lambda: settings_from(page_settings(prompt=5, max_new_tokens=10)),
              lambda: playground.check_pair("0.5, abc", "0.5, 0.5"), lambda: playground.check_pair("1", "1"),
              lambda: playground.check_pair("0.5, -1", "0.5, 0.5"), lambda: playground.check_pair("0, 0", "0.5, 0.5"),
              lambda: playground.check_pair("0.5, nan", "0.5, 0.5"), lambda: playground.check_pair("1, 1, 1", "1, 1"),
@@ -218,8 +206,8 @@ SETTING = re.compile(r"\b(gamma|temperature|top_k|top_p|kl_budget|seed|drafts|ma
                      r"draft)\b")   # setting names stay as the CLI and API spell them
 
 
-def test_error_frames_are_translated_and_keep_setting_names_and_ranges():
-    messages = bad_inputs()
+def test_error_frames_are_translated_and_keep_setting_names_and_ranges(page_settings):
+    messages = bad_inputs(page_settings)
     assert messages[0] == "gamma must be a whole number in 1..16, not 99"  # the exception itself stays English
     for lang in LANGS:
         for message in messages:
@@ -234,14 +222,12 @@ def test_error_frames_are_translated_and_keep_setting_names_and_ranges():
 
 
 @pytest.mark.parametrize("lang", LANGS)
-def test_a_bad_setting_on_the_page_is_said_in_the_pages_language(lang):
+def test_a_bad_setting_on_the_page_is_said_in_the_pages_language(page_settings, lang):
     """No model is loaded: gamma is refused before the pair is."""
-    knobs = list(KNOBS)
-    knobs[2] = 99
-    _, view = step_handler(Session(), "leviathan", *knobs, lang=lang)
+    _, view = step_handler(Session(), page_settings(gamma=99, lang=lang))
     assert "message-error" in view.message and "gamma" in view.message and "1..16" in view.message
     assert english_in(view.message) == [], view.message
-    _, view = step_handler(Session(), "klingon", *KNOBS, lang=lang)
+    _, view = step_handler(Session(), page_settings(notation="klingon", lang=lang))
     assert "message-error" in view.message and english_in(view.message) == [], view.message
 
 

@@ -16,9 +16,8 @@ import copy
 
 import torch
 
-from .. import settings
+from .. import limits, settings
 from ..models.lm_forward import logits_and_hidden
-from ..serving import limits
 from .static_cache import StaticKV
 
 

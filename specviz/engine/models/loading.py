@@ -21,8 +21,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from .. import settings
-from ..caches import memory
+from .. import memory, settings
 from . import smollm2
 from .cpu_linear import use_rows_first_linears
 from .draft_precision import convert_draft, draft_dtype

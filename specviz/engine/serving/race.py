@@ -13,11 +13,12 @@ import time
 from dataclasses import dataclass, replace
 
 from ...core.trace import StepRecord
+from .. import limits
 from ..decoding.decoders import TargetOnlyDecoder
 from ..decoding.factory import make_decoder
 from ..models.loading import ModelPair
 from ..settings import current as current_deployment
-from . import limits, zerogpu
+from . import zerogpu
 from .quiet import before_timed_forwards
 from .run import TIMED, RunSettings
 

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from ...core.config import DecodeConfig
 from ...core.metrics import metric_set
 from ...core.trace import StepTrace
-from ..caches import memory
+from .. import memory
 from ..decoding.decoders import DecoderState, DecodingFinished, SpeculativeDecoder, TargetOnlyDecoder, check_prompt
 from ..decoding.factory import make_decoder
 from ..models.loading import ModelPair, is_cached, load_pair, on_evict

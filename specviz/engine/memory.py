@@ -12,7 +12,7 @@ from pathlib import Path
 
 import torch
 
-from .. import settings
+from . import settings
 
 WARM_SHARE = 0.25  # of the device's memory: the weights, activations and the rest keep three quarters
 
