@@ -14,8 +14,8 @@ import gradio as gr
 
 from ..core.recipe import Recipe, RecipeError, encode_recipe, token_digest
 from ..core.tracefile import TraceFileError, read_recording
-from ..engine.models.presets import ModelLoadError
 from ..engine.limits import event_deadline
+from ..engine.models.presets import ModelLoadError
 from ..engine.settings import current as current_deployment
 from ..present.i18n import tr
 from ..present.recorded import LESSONS, Playback, open_lesson, opening, recorded_label, view_of
