@@ -225,7 +225,8 @@
     const send = (text) => {
       const box = document.querySelector('#trace-text textarea, #trace-text input');
       if (!box) return;
-      box.value = text;
+      // one or two trailing newlines, alternating: the same file opened again is still a change
+      box.value = text + (box.value.endsWith('\n\n') ? '\n' : '\n\n');
       box.dispatchEvent(new Event('input', {bubbles: true}));
     };
     if (file.size > 20000000) { send('{"too_large_bytes": ' + file.size + '}'); input.value = ''; return; }

@@ -145,7 +145,7 @@ def open_trace_handler(session, text, notation, lang: str = "en"):
         if not isinstance(text, str) or not text.strip():
             raise TraceFileError(tr(lang, "recorded.empty"))
         if text.startswith(TOO_LARGE):  # the page's script refused to read it (page.js)
-            raise TraceFileError(tr(lang, "recorded.too_large", size=text[len(TOO_LARGE):].strip(" }"), most=max_bytes))
+            raise TraceFileError(tr(lang, "recorded.too_large", size=text[len(TOO_LARGE):].strip().strip(" }"), most=max_bytes))
         recording = read_recording(text.encode("utf-8"), max_bytes=max_bytes, max_steps=max_steps,
                                    name=tr(lang, "recorded.the_file"))
         session.recorded = Playback.of(recording)
@@ -213,7 +213,7 @@ def wire_share(demo: gr.Blocks, page, views: list, model_queue: dict, inputs: di
     bar.link_in.change(on_open_link, [session, bar.link_in, lang], [session, *views, message, *knobs],
               api_visibility="private", show_progress="minimal", **model_queue)
     gr.api(open_link_api, api_name="open_link", concurrency_limit=model_queue["concurrency_limit"])
-    bar.trace_text.input(on_trace, [session, bar.trace_text, notation, lang], [session, *views],
+    bar.trace_text.change(on_trace, [session, bar.trace_text, notation, lang], [session, *views],
                          api_visibility="private", concurrency_limit=None)
     bar.lesson.input(on_lesson, [session, bar.lesson, notation, lang], [session, *views], api_visibility="private",
                      concurrency_limit=None)

@@ -217,7 +217,9 @@ def wire_toolbar(demo: gr.Blocks, page: Page):
 
     def on_lang(s, n, step, code, playing_label):
         raced = isinstance(s, Session) and s.races  # a race already shown stays; the empty line follows #lang
-        return {**shown_view(page, s, n, step, code), header: intro(n, code), what: what_you_see(code),
+        # the step shown is the session's own (its `viewing`): #view-step's value was read when the event was sent,
+        # and an event holding the session's lock meanwhile (a link opening as the page loads) may have moved it
+        return {**shown_view(page, s, n, None, code), header: intro(n, code), what: what_you_see(code),
                 race: gr.skip() if raced else race_html(None, code),
                 play_btn: gr.Button(value=tr(code, "btn.pause" if playing_label in PAUSE_LABELS else "btn.play"))}
 
