@@ -82,8 +82,10 @@ def _marked(figure: go.Figure, label: str) -> go.Figure:
     return figure
 
 
-def recorded_view(playback: Playback, notation: str, status: Status = Status(), lang: str = "en") -> View:
-    """The View of the recorded step `playback.at`: the run as it stood after that step."""
+def recorded_view(playback: Playback, notation: str, status: Status = Status(), lang: str = "en",
+                  opening: bool = False) -> View:
+    """The View of the recorded step `playback.at`: the run as it stood after that step (`opening`: the lesson a
+    fresh page shows, which the visitor's first Step replaces with a live run)."""
     traces = playback.run.traces[: playback.at]
     trace = traces[-1]
     records = [t.record for t in traces if t.record is not None]
@@ -94,12 +96,13 @@ def recorded_view(playback: Playback, notation: str, status: Status = Status(), 
     device = playback.producer.device if playback.producer else "?"
     lossy = trace.kl_budget > 0
     lookup = playback.settings.get("drafter") == "lookup" or getattr(trace, "drafter", "model") == "lookup"
-    summary = (f'<div class="recorded-head">{mark} {tr(lang, "recorded.step", n=playback.at, total=playback.total)}'
-               f'</div>{lesson_note(playback, lang)}{render.round_summary(trace, notation, lang)}')
+    head = tr(lang, "recorded.opening" if opening else "recorded.step", n=playback.at, total=playback.total)
+    summary = (f'<div class="recorded-head">{mark} {head}</div>{lesson_note(playback, lang)}'
+               f'{render.round_summary(trace, notation, lang)}')
     counters = (f'{mark}{render.counters_html(metrics, device, lossy, len(calls), len(traces), lang, lookup=lookup)}'
                 if calls else f'{mark}<div class="counters">{render.analytics_html(metrics, lang)}</div>')
     return View(render.text_view(playback.run.prompt, traces, trace.step, lang),
-                f'<div class="recorded-card">{mark}{render.step_card(trace, notation, playback.total, lang)}</div>',
+                f'<div class="recorded-card">{mark}{render.step_card(trace, notation, playback.at, lang)}</div>',
                 counters, render.narration(trace, notation, lang),
                 _marked(step_figures.pq_figure(trace, notation, lang), label),
                 _marked(step_figures.uniform_figure(trace, notation, lang), label),
@@ -134,7 +137,7 @@ def first_lesson() -> Recording | None:
 def opening(lang: str = "en", notation: str = "leviathan") -> View | None:
     """What a fresh page shows before any model call: the first lesson's first step, marked recorded."""
     lesson = first_lesson()
-    return recorded_view(Playback.of(lesson), notation, Status(), lang) if lesson else None
+    return recorded_view(Playback.of(lesson), notation, Status(), lang, opening=True) if lesson else None
 
 
 def view_of(session, notation: str, status: Status = Status(), lang: str = "en") -> View:
