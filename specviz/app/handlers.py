@@ -115,6 +115,8 @@ def shown_value(value, limit: int = 80) -> str:
 
 def _step(session: Session, settings: PageSettings) -> tuple[View, Status]:
     lang = settings.lang
+    if session.recorded is None:  # the visitor's own Step, even a refused one: the opening lesson gives way
+        session.stepped = True
     status = check_lang(lang)
     if status.error:  # nothing else is read in a language the page does not have
         return view_of(session, DEFAULT_NOTATION, status, "en"), status
@@ -124,7 +126,6 @@ def _step(session: Session, settings: PageSettings) -> tuple[View, Status]:
     if session.recorded is not None:  # an open recording: Step moves through it, no model runs
         status = advance(session.recorded, lang)
         return view_of(session, notation, status, lang), status
-    session.stepped = True  # the opening lesson gives way to the visitor's own run
     try:
         with event_deadline(current_deployment().event_timeout_s):
             status = step_session(session, settings_from(settings), lang)
