@@ -19,8 +19,9 @@ from ..present.errors import localize
 from ..present.i18n import CATALOGUE, tr
 from ..present.page_settings import PageSettings, settings_from
 from ..present.race import race_html, race_status
+from ..present.recorded import advance, view_of, view_step
 from ..present.render import Status
-from ..present.views import Session, View, build_view, step_session, with_lock
+from ..present.views import Session, View, step_session, with_lock
 
 SESSION_TTL_S = 15 * 60      # an idle tab's run is freed after this long (gr.State time_to_live)
 QUEUE_STATUS_S = 1.0         # queued visitors' positions refresh each second, not after every event
@@ -114,18 +115,23 @@ def shown_value(value, limit: int = 80) -> str:
 
 def _step(session: Session, settings: PageSettings) -> tuple[View, Status]:
     lang = settings.lang
+    if session.recorded is None:  # the visitor's own Step, even a refused one: the opening lesson gives way
+        session.stepped = True
     status = check_lang(lang)
     if status.error:  # nothing else is read in a language the page does not have
-        return build_view(session, DEFAULT_NOTATION, status, "en"), status
+        return view_of(session, DEFAULT_NOTATION, status, "en"), status
     notation, status = _notation(settings.notation, lang)
     if status.error:  # nothing steps on a bad value
-        return build_view(session, notation, status, lang), status
+        return view_of(session, notation, status, lang), status
+    if session.recorded is not None:  # an open recording: Step moves through it, no model runs
+        status = advance(session.recorded, lang)
+        return view_of(session, notation, status, lang), status
     try:
         with event_deadline(current_deployment().event_timeout_s):
             status = step_session(session, settings_from(settings), lang)
     except (ValueError, ModelLoadError, RuntimeError) as err:
         status = _failure(err, lang)
-    return build_view(session, notation, status, lang), status
+    return view_of(session, notation, status, lang), status
 
 
 def _failure(err: Exception, lang: str) -> Status:
@@ -167,7 +173,9 @@ def tick_handler(session, settings: PageSettings):
     if not session.playing:
         return session, None, False
     view, status = _step(session, settings)
-    if status.error or session.run is None or session.run.finished:
+    recorded = session.recorded
+    ended = recorded.at >= recorded.total if recorded is not None else session.run is None or session.run.finished
+    if status.error or ended:
         session.playing = False
     return session, view, session.playing
 
@@ -187,22 +195,24 @@ def stop_handler(session):
 @with_lock
 def reset_handler(session, notation, lang: str = "en"):
     session.keep_run()  # the run so far stays one request of the per-request histogram
-    session.playing, session.run, session.viewing = False, None, None
+    session.playing, session.run, session.viewing, session.recorded = False, None, None, None
     notation, status = _notation(notation, lang)
-    return session, build_view(session, notation, status if status.error else
+    return session, view_of(session, notation, status if status.error else
                                Status("info", tr(lang, "msg.reset")), lang)
 
 
 @with_lock
 def view_handler(session, notation, step, lang: str = "en"):
     notation, status = _notation(notation, lang)
-    if step is not None and session.traces:
+    if step is not None and session.recorded is not None:
+        status = view_step(session.recorded, step, lang)
+    elif step is not None and session.traces:
         whole = isinstance(step, (int, float)) and not isinstance(step, bool) and float(step).is_integer()
         if whole and 1 <= step <= len(session.traces):
             session.viewing = int(step)
         else:
             status = Status("error", tr(lang, "err.view_step", hi=len(session.traces), value=repr(step)))
-    return session, build_view(session, notation, status, lang)
+    return session, view_of(session, notation, status, lang)
 
 
 def intro(notation: str, lang: str = "en") -> str:

@@ -19,6 +19,7 @@ from ..present.i18n import CATALOGUE, LANGUAGES, tr
 from ..present.race import race_html
 from ..present.views import REJECTION_COLUMNS, Session
 from .handlers import SESSION_TTL_S, intro, release_session, what_you_see
+from .share import share_bar
 
 # The page in groups, each made by its own function below and wired by its own function in wiring.py.
 # gradio components are not dataclass-comparable: each group keeps identity equality and hashing.
@@ -150,6 +151,7 @@ class Page:
     pg: Playground
     timer: object      # Play's clock
     tabs: tuple        # (live tab, playground tab): their labels follow #lang
+    share: object      # the link to a step and the recorded runs (app/share.py's ShareBar)
 
 
 KL_STEPS = (0.0, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0)  # #kl-scale's positions: 0, then 1-2-5 per decade
@@ -193,6 +195,7 @@ def build_layout() -> Page:
     toolbar = toolbar_row(T)
     with gr.Tab(T("tab.live"), elem_id="live") as live_tab:
         controls = controls_row(T)
+        share = share_bar(T)
         with gr.Row(elem_id="main-row"):
             settings = settings_column(T)
             with gr.Column(scale=2, elem_id="results"):
@@ -201,7 +204,7 @@ def build_layout() -> Page:
     pg = playground_tab(T)
     timer = gr.Timer(0.8, active=False)
     return Page(session=session, toolbar=toolbar, controls=controls, settings=settings, step=step, debug=debug,
-                pg=pg, timer=timer, tabs=(live_tab, pg.tab))
+                pg=pg, timer=timer, tabs=(live_tab, pg.tab), share=share)
 
 
 def toolbar_row(T) -> Toolbar:

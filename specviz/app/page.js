@@ -216,5 +216,21 @@
     const button = e.target.closest && e.target.closest('#race .race-replay');
     if (button) playRace(button.closest('.race'), +button.dataset.slow || 1);
   });
+  // A trace file is read here and sent as text (#trace-text): the server never stores an upload. Files over
+  // the public bound are refused before reading; the server checks bytes and steps again.
+  document.addEventListener('change', (e) => {
+    const input = e.target;
+    if (!input || input.id !== 'trace-file-input' || !input.files || !input.files[0]) return;
+    const file = input.files[0];
+    const send = (text) => {
+      const box = document.querySelector('#trace-text textarea, #trace-text input');
+      if (!box) return;
+      // one or two trailing newlines, alternating: the same file opened again is still a change
+      box.value = text + (box.value.endsWith('\n\n') ? '\n' : '\n\n');
+      box.dispatchEvent(new Event('input', {bubbles: true}));
+    };
+    if (file.size > 20000000) { send('{"too_large_bytes": ' + file.size + '}'); input.value = ''; return; }
+    file.text().then((text) => { send(text); input.value = ''; });
+  });
   document.body.dataset.specvizReady = '1';  // tests wait for this before pressing keys
 }

@@ -20,6 +20,7 @@ from ..present.errors import localize
 from ..present.i18n import CATALOGUE, LANGUAGES, tr
 from ..present.page_settings import RACE_PARAMETERS, STEP_PARAMETERS, PageSettings
 from ..present.race import race_html
+from ..present.share import LINK_SETTINGS
 from ..present.views import (
     Session,
     View,
@@ -55,6 +56,7 @@ from .layout import (
     preset_choices,
     toy_choices,
 )
+from .share import show_opening, wire_share
 
 CACHE_SWEEP = (300, 900)  # (every, older than) seconds: gradio's delete_cache
 
@@ -62,7 +64,9 @@ CACHE_SWEEP = (300, 900)  # (every, older than) seconds: gradio's delete_cache
 def build_app() -> gr.Blocks:
     # gradio's cache (exports it serves, uploads) is swept every 5 minutes of files older than 15
     with gr.Blocks(title="specviz: speculative decoding, step by step", delete_cache=CACHE_SWEEP) as demo:
-        wire(demo, build_layout())
+        page = build_layout()
+        show_opening(list(view_outputs(page)))  # the first paint: a recorded lesson, before any model is called
+        wire(demo, page)
     return demo
 
 
@@ -77,6 +81,7 @@ def wire(demo: gr.Blocks, page: Page) -> None:
     wire_debug(demo, page)
     wire_acceptance_panels(page, after=stepping)
     wire_playground(page.pg, page.settings.notation, page.toolbar.lang, LIGHT, loaded)
+    wire_share(demo, page, list(view_outputs(page)), model_queue(), setting_inputs(page, LINK_SETTINGS))
     wire_session(demo)
 
 
@@ -212,7 +217,9 @@ def wire_toolbar(demo: gr.Blocks, page: Page):
 
     def on_lang(s, n, step, code, playing_label):
         raced = isinstance(s, Session) and s.races  # a race already shown stays; the empty line follows #lang
-        return {**shown_view(page, s, n, step, code), header: intro(n, code), what: what_you_see(code),
+        # the step shown is the session's own (its `viewing`): #view-step's value was read when the event was sent,
+        # and an event holding the session's lock meanwhile (a link opening as the page loads) may have moved it
+        return {**shown_view(page, s, n, None, code), header: intro(n, code), what: what_you_see(code),
                 race: gr.skip() if raced else race_html(None, code),
                 play_btn: gr.Button(value=tr(code, "btn.pause" if playing_label in PAUSE_LABELS else "btn.play"))}
 

@@ -43,6 +43,8 @@ class Session:
         self.export_dir: str | None = None   # this session's one export folder (JSON + CSV), replaced by the next
         self.races = 0                       # races run: which side goes first alternates
         self.kept_runs: list[list] = []      # earlier runs' StepRecords (requests), oldest first
+        self.recorded = None                 # an open recording (present/recorded.py Playback): Step moves through it
+        self.stepped = False                 # the tab ran a Step of its own: the opening lesson gives way
 
     def __deepcopy__(self, memo):  # gr.State deep-copies its initial value for each tab: a fresh session
         return Session()
@@ -53,7 +55,7 @@ class Session:
 
     def release(self) -> None:
         """Free the run and its export now: the tab closed or the session expired."""
-        self.run, self.viewing, self.playing = None, None, False
+        self.run, self.viewing, self.playing, self.recorded = None, None, False, None
         self.kept_runs = []
         drop_export(self)
 

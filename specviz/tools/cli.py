@@ -1,7 +1,7 @@
 """The command line: `specviz COMMAND ...` or `python -m specviz COMMAND ...`.
 
-generate, bench, report and loadtest are parsed here; train, distill-smollm2 and modelcard take their own
-flags (`specviz train --help`). Bad input is one line `error: ...` and exit status 2.
+generate, bench, report, whatif, loadtest and replay are parsed here; train, distill-smollm2, modelcard and
+record-lessons take their own flags (`specviz train --help`). Bad input is one line `error: ...` and exit status 2.
 """
 from __future__ import annotations
 
@@ -176,6 +176,16 @@ def writable_folder(flag: str, path: str) -> None:
 
 def cmd_report(args) -> int:
     writable_folder("--out", args.out)  # before any model loads or any scrape is read
+    if args.from_traces:
+        if args.from_metrics or args.prompts:
+            raise ValueError("report --from-traces reads a trace file alone: leave out --prompts and --from-metrics")
+        from .report_traces import run_traces_report
+
+        summary = run_traces_report(args.from_traces, args.out)
+        o = summary["overall"]
+        print(f"{summary['source']['steps']} recorded steps: alpha {o['acceptance_rate']:.3f}, mean acceptance length "
+              f"{o['mean_acceptance_length']:.2f}; wrote {args.out}/summary.json, report.html", file=sys.stderr)
+        return 0
     if args.from_metrics:
         from .report_metrics import run_metrics_report
 
@@ -246,7 +256,7 @@ def cmd_loadtest(args) -> int:
     return 0 if result["errors"] == 0 else 1
 
 
-OWN_PARSERS = {"train": "specviz.tools.train", "corpus": "specviz.tools.corpus", "modelcard": "specviz.tools.modelcard",
+OWN_PARSERS = {"record-lessons": "specviz.tools.record", "train": "specviz.tools.train", "corpus": "specviz.tools.corpus", "modelcard": "specviz.tools.modelcard",
                "distill-smollm2": "specviz.tools.distill.cli"}
 
 
@@ -275,7 +285,7 @@ def build_parser() -> _Parser:
     parse their own arguments)."""
     ap = _Parser(prog="python -m specviz", description="speculative decoding, step by step")
     sub = ap.add_subparsers(dest="command", required=True, parser_class=_Parser)
-    for add in (add_generate, add_bench, add_report, add_whatif, add_loadtest):
+    for add in (add_generate, add_bench, add_report, add_whatif, add_loadtest, add_replay):
         add(sub)
     return ap
 
@@ -332,6 +342,9 @@ def add_report(sub) -> None:
                              "response bodies with metrics.speculative_decoding (--per-request-spec-decode-metrics)")
     report.add_argument("--cost-ratio", type=float, default=None,
                         help="with --from-metrics: draft/target forward cost c (else measured on --preset/--draft/--target)")
+    report.add_argument("--from-traces", metavar="TRACE",
+                        help="a trace file (a report's traces.jsonl, a lesson, a run exported from the page) instead "
+                             "of running models: the acceptance figures and the rejection analysis of its rounds")
     report.set_defaults(func=cmd_report)
 
 
@@ -373,3 +386,21 @@ def add_loadtest(sub) -> None:
                       help="instead: N races of the page's defaults against one bench --quick, in this process")
     load.add_argument("--json", action="store_true")
     load.set_defaults(func=cmd_loadtest)
+
+
+def cmd_replay(args) -> int:
+    from .replay import run_replay
+
+    print(run_replay(args.trace, run=args.run, as_json=args.json))
+    return 0
+
+
+def add_replay(sub) -> None:
+    """`replay`: a recorded run's rounds on the terminal, no model loaded."""
+    replay = sub.add_parser("replay", help="a trace file's rounds on the terminal (report's traces.jsonl, a lesson, "
+                                           "a run exported from the page); no model is loaded")
+    replay.add_argument("trace", metavar="TRACE", help="the trace file")
+    replay.add_argument("--run", type=int, default=1, help="which run of the file, 1.. (a report holds one a prompt "
+                                                           "and seed; default 1)")
+    replay.add_argument("--json", action="store_true", help="the run's producer, settings, prompt and steps as JSON")
+    replay.set_defaults(func=cmd_replay)

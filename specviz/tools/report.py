@@ -8,7 +8,8 @@ speedup. Writes to --out:
                  the first gamma), "by_gamma" (the metric set per gamma, timings filled),
                  "best_gamma" (measured, with Thm 3.8's beside it), "rejection_analysis" (with its
                  "diagnosis" in words) and "temperature_sweep";
-  traces.jsonl   one step trace a line, as `generate --json` prints them, plus prompt_index, run_index;
+  traces.jsonl   a trace file (`core.tracefile`): a header line (format version, producer, settings, prompts),
+                 then one step trace a line, as `generate --json` prints them, plus prompt_index, run_index;
   report.html    self-contained and offline (one plotly.js inlined): the answer first, then figures.
 `--from-metrics` reads a vLLM/SGLang server's Prometheus scrape instead (`specviz.tools.report_metrics`).
 Progress goes to stderr.
@@ -20,13 +21,15 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..core import conventions, rank_analysis, rejections, theory, whatif
+from ..core import conventions, rank_analysis, rejections, theory, tracefile, whatif
 from ..core.config import GAMMA_MAX, DecodeConfig
 from ..core.metrics import metric_set
+from ..core.recipe import producer_here
 from ..engine.decoding.sweep import temperature_sweep
 from ..engine.models.loading import load_pair
 from ..engine.serving.run import ComparedRun, RunSettings, WarmRuns
 from ..present import diagnosis, report_page
+from ..present.share import dtype_text
 
 
 def read_prompts(path: str | Path) -> list[str]:
@@ -133,12 +136,14 @@ def run_report(prompts: list[str], out_dir: str | Path, *, preset=None, draft=No
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     # 2. every gamma x prompt x run, speculative and target-only side by side
-    with open(out / "traces.jsonl", "w", encoding="utf-8") as lines:
-        runs_done = run_all(pair, prompts, gammas, configs, lines, progress)
-    # 3. the answer: best gamma, where and why it rejects, in words
     settings = {"gamma": gammas[0], "gammas": gammas, "temperature": temperature, "top_k": top_k,
                 "top_p": top_p, "kl_budget": kl_budget, "drafter": drafter, "runs": runs, "max_new_tokens": max_new_tokens,
                 "prompts": len(prompts)}
+    with open(out / "traces.jsonl", "w", encoding="utf-8") as lines:
+        producer = producer_here(str(pair.device), dtype_text(pair))
+        lines.write(tracefile.header_line(producer, {"preset": pair.name, **settings}, prompts))
+        runs_done = run_all(pair, prompts, gammas, configs, lines, progress)
+    # 3. the answer: best gamma, where and why it rejects, in words
     summary = report_summary(runs_done, pair, settings)
     (out / "summary.json").write_text(json.dumps(summary, indent=1), encoding="utf-8")
     (out / "report.html").write_text(report_page.report_html(summary, runs_done.panels), encoding="utf-8")
@@ -200,7 +205,7 @@ def compared_run(pair, prompt: str, config: DecodeConfig, lines, prompt_index: i
     while not compared.finished:
         traces.append(compared.step())
     for trace in traces:
-        lines.write(json.dumps({**trace.to_dict(), "prompt_index": prompt_index, "run_index": run_index}) + "\n")
+        lines.write(tracefile.step_line(trace, prompt_index, run_index))
     return compared, traces
 
 

@@ -21,13 +21,17 @@ def open_page(browser, app_url, width=1400, height=1000):
     context = browser.new_context(viewport={"width": width, "height": height})
     page = context.new_page()
     page.goto(app_url)
-    expect(page.locator("#step-card")).to_contain_text("Press", timeout=TIMEOUT)
+    expect(page.locator("#step-card .card")).to_be_visible(timeout=TIMEOUT)  # the recorded lesson, or "Press Step"
     expect(page.locator("body[data-specviz-ready]")).to_be_attached(timeout=TIMEOUT)  # page.js has run
     return context, page
 
 
 def step(page):
+    """Press Step; the first Step of a page replaces the recorded lesson it opens with by a live round: wait for that."""
+    from playwright.sync_api import expect
+
     page.get_by_role("button", name="Step", exact=True).click()
+    expect(page.locator("#step-card .recorded-card")).to_have_count(0, timeout=TIMEOUT)
 
 
 def set_slider(page, elem_id, value):

@@ -165,7 +165,7 @@ def test_gradio_client_steps_keep_per_client_state(app_url):
     default = Client(app_url, verbose=False).predict(api_name="/step")  # every argument left out
     assert "Step 1" in default[1]
     endpoints = set(a.view_api(return_format="dict", print_info=False)["named_endpoints"])
-    assert endpoints == {"/step", "/reset", "/playground", "/traces", "/race"}
+    assert endpoints == {"/step", "/reset", "/playground", "/traces", "/race", "/share", "/open_link"}
     traces = a.predict(api_name="/traces")[2]  # (JSON file, CSV file, the traces as JSON data)
     assert [t["step"] for t in traces] == [1, 2] and {"positions", "correction", "record"} <= set(traces[0])
 

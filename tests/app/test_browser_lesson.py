@@ -34,7 +34,7 @@ def open_page(browser, url, width, height, query="", **context):
     ctx = browser.new_context(viewport={"width": width, "height": height}, **context)
     page = ctx.new_page()
     page.goto(url + query)
-    expect(page.locator("#step-card .card.empty")).to_be_visible(timeout=TIMEOUT)
+    expect(page.locator("#step-card .card")).to_be_visible(timeout=TIMEOUT)  # the recorded lesson
     expect(page.locator("body[data-specviz-ready]")).to_be_attached(timeout=TIMEOUT)  # page.js has run
     return ctx, page
 

@@ -25,7 +25,9 @@ def test_report_writes_summary_traces_and_a_self_contained_page(tmp_path):
     assert out.returncode == 0, out.stderr[-1500:]
     assert "prompt 2/2 run 2/2" in out.stderr and "gamma 1 (2/2)" in out.stderr
     summary = json.loads((tmp_path / "r" / "summary.json").read_text())
-    lines = [json.loads(x) for x in (tmp_path / "r" / "traces.jsonl").read_text().splitlines()]
+    head, *lines = [json.loads(x) for x in (tmp_path / "r" / "traces.jsonl").read_text().splitlines()]
+    assert head["specviz_trace"] == 1 and head["prompts"] == ["ROMEO.\nBut soft", "KING.\nNow is the time"]
+    assert head["producer"]["device"] == "cpu" and head["settings"]["gammas"] == [3, 1]
     first_gamma = [x for x in lines if x["gamma"] == 3]  # "overall" and "prompts" are the first gamma's
     assert len(summary["prompts"]) == 2 and summary["overall"]["steps"] == len(first_gamma)
     assert summary["settings"]["gammas"] == [3, 1] and summary["settings"]["top_k"] == 50

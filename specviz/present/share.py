@@ -1,0 +1,82 @@
+"""A live run as a link, and a link back to a run: the recipe's settings by name, the producer, the replay check.
+
+`link_recipe` turns a tab's run into a `core.recipe.Recipe` (every setting by name, the step shown, the digest
+of its tokens, this process as producer); `replay` runs a recipe's settings afresh to its step, on the pair the
+deployment offers (never another: settings go through `views.settings_from`, which asks `policy.visitor_pair`),
+and compares digests, so a link that does not reproduce says why instead of showing another run as the same.
+"""
+from __future__ import annotations
+
+from ..core.recipe import Producer, Recipe, RecipeError, decode_recipe, encode_recipe, producer_here, token_digest
+from ..engine.serving.run import ComparedRun, RunSettings
+from .i18n import tr
+from .page_settings import STEP_PARAMETERS, PageSettings, settings_from
+
+# The page's settings by name (PageSettings' fields): what a link must hold to rerun a tab's run, and the letters
+# it was drawn in. The language is not one: it travels as the link's own ?lang=, and the opener may change it.
+LINK_SETTINGS = tuple(name for name in STEP_PARAMETERS if name != "lang")
+
+
+def dtype_text(pair) -> str:
+    """The pair's arithmetic: "float32", or "float32, draft bfloat16" where the draft computes in another dtype."""
+    target = str(pair.dtype).removeprefix("torch.")
+    draft = str(pair.draft_dtype or pair.dtype).removeprefix("torch.")
+    return target if draft == target else f"{target}, draft {draft}"
+
+
+def producer_of(run: ComparedRun) -> Producer:
+    """This process as the producer of `run` (its device as the counters name it, its dtypes)."""
+    return producer_here(run.device, dtype_text(run.settings.load()))
+
+
+def settings_of(run_settings: RunSettings, notation: str) -> dict:
+    """A run's settings by name (PageSettings' fields but the language), as the page's controls hold them: read
+    from what ran, so a link reruns the run shown even if a control was changed since."""
+    c, pair = run_settings.config, run_settings.pair
+    own = not pair.name
+    named = {"notation": notation, "preset": pair.name, "prompt": run_settings.prompt, "gamma": c.gamma,
+             "temperature": c.temperature, "top_k": c.top_k, "top_p": c.top_p, "kl_budget": c.kl_budget,
+             "seed": c.seed, "max_new_tokens": c.max_new_tokens, "draft_model": pair.draft if own else "",
+             "target_model": pair.target if own else "", "drafts": c.drafts, "drafter": c.drafter}
+    return {name: named[name] for name in LINK_SETTINGS}
+
+
+def link_recipe(run: ComparedRun, step: int, notation: str) -> str:
+    """The encoded recipe of `run` shown at `step` (RecipeError where the prompt makes it too long for a link)."""
+    recipe = Recipe(settings=settings_of(run.settings, notation), step=step, digest=token_digest(run.traces, step),
+                    producer=producer_of(run))
+    return encode_recipe(recipe)
+
+
+def read_link(text) -> Recipe:
+    return decode_recipe(text, LINK_SETTINGS)
+
+
+def page_settings_of(recipe: Recipe, lang: str = "en") -> PageSettings:
+    return PageSettings(**recipe.settings, lang=lang)
+
+
+def run_settings_of(recipe: Recipe) -> RunSettings:
+    """The recipe's settings as this deployment would run them: ValueError / ModelLoadError naming a setting out
+    of range or a pair it does not offer."""
+    return settings_from(page_settings_of(recipe))
+
+
+def replay(recipe: Recipe, lang: str = "en") -> tuple[ComparedRun, str]:
+    """The recipe's run replayed to its step; (the run, "" when its tokens match the link's, else why not).
+    Raises what a Step raises on bad settings (ValueError, ModelLoadError)."""
+    run = ComparedRun(run_settings_of(recipe))
+    while len(run.traces) < recipe.step and not run.finished:
+        run.step()
+    if len(run.traces) < recipe.step:
+        return run, tr(lang, "share.ended", n=len(run.traces), step=recipe.step)
+    here = producer_of(run)
+    digest = token_digest(run.traces, recipe.step)
+    if digest == recipe.digest:
+        return run, ""
+    differs = recipe.producer.differences(here)
+    why = "; ".join(differs) if differs else tr(lang, "share.same_versions")
+    return run, tr(lang, "share.mismatch", step=recipe.step, got=digest, want=recipe.digest, why=why)
+
+
+__all__ = ["RecipeError", "link_recipe", "read_link", "replay", "producer_of", "settings_of", "LINK_SETTINGS"]

@@ -1,0 +1,72 @@
+"""`python -m specviz replay TRACE [--run N] [--json]`: a recorded run's rounds on a terminal, no model loaded.
+
+TRACE is a trace file (`core.tracefile`): the traces.jsonl `report` writes, a lesson of assets/lessons, or a
+run exported from the page. Each round prints as the page's card tells it: what was drafted, u against the
+accept chance and the verdict at each tested position, the token the correction added and where it came from.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from ..core.notation import num, show
+from ..core.trace import StepTrace
+from ..core.tracefile import MAX_FILE_BYTES, Recording, TraceFileError, read_recording
+from ..present.recorded import recorded_label
+from ..present.render import decisive
+
+SYMBOL = {"accepted": "✓", "rejected": "✗", "unexamined": "·"}
+
+
+def read_trace_file(path: str) -> Recording:
+    """The recording at `path`; ValueError naming the file when it cannot be read or is too large."""
+    file = Path(path)
+    if not file.is_file():
+        raise ValueError(f"TRACE {path!r} is not a file")
+    if file.stat().st_size > MAX_FILE_BYTES:
+        raise ValueError(f"TRACE {path!r} is {file.stat().st_size:,} bytes, over the {MAX_FILE_BYTES:,} read here")
+    try:
+        return read_recording(file.read_bytes(), name=f"TRACE {path!r}")
+    except OSError as err:
+        raise ValueError(f"TRACE {path!r} cannot be read: {err.strerror or err}") from None
+
+
+def round_lines(trace: StepTrace) -> list[str]:
+    """One round as the card tells it, in plain text."""
+    drafted = " ".join(show(p.draft_text) for p in trace.positions) or "(nothing drafted)"
+    lines = [f"step {trace.step}  γ {trace.gamma}  T {trace.temperature:g}  drafted: {drafted}"]
+    for p in trace.positions:
+        u, chance = decisive(p.uniform, p.accept_prob) if p.uniform is not None else ("", "")
+        test = ("not tested" if p.uniform is None else
+                f"target argmax: {'agrees' if p.verdict == 'accepted' else 'differs'}" if trace.greedy else
+                f"u {u} {'<' if p.uniform < p.accept_prob else '≥'} min(1, p/q) {chance}")
+        lines.append(f"  {p.index + 1}. {SYMBOL.get(p.verdict, '?')} {show(p.draft_text):<12} q {num(p.draft_prob):<8} "
+                     f"p {num(p.target_prob):<8} {test}  {p.verdict}")
+    c = trace.correction
+    lines.append(f"  + {c.kind} {show(c.text)} (position {c.position + 1}); kept {trace.n_accepted}, "
+                 f"{len(trace.emitted)} token(s) from 1 target pass")
+    return lines
+
+
+def replay_text(recording: Recording, index: int) -> str:
+    run = recording.runs[index]
+    head = (f"{recorded_label(recording.producer)}; run {index + 1} of {len(recording.runs)} "
+            f"(prompt {run.prompt_index + 1}, seed run {run.run_index}), {len(run.traces)} step(s)")
+    body = [line for trace in run.traces for line in round_lines(trace)]
+    text = run.prompt + "".join(e.text for t in run.traces for e in t.emitted)
+    return "\n".join([head, *body, "", text])
+
+
+def run_replay(path: str, run: int = 1, as_json: bool = False) -> str:
+    recording = read_trace_file(path)
+    if isinstance(run, bool) or not isinstance(run, int) or not 1 <= run <= len(recording.runs):
+        raise ValueError(f"--run must be a whole number in 1..{len(recording.runs)} for this file, not {run!r}")
+    if as_json:
+        chosen = recording.runs[run - 1]
+        producer = recording.producer.__dict__ if recording.producer else None
+        return json.dumps({"producer": producer, "settings": recording.settings, "prompt": chosen.prompt,
+                           "runs": len(recording.runs), "steps": [t.to_dict() for t in chosen.traces]})
+    return replay_text(recording, run - 1)
+
+
+__all__ = ["TraceFileError", "run_replay", "read_trace_file"]

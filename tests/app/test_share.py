@@ -1,0 +1,192 @@
+"""A link to a step reproduces it or says why not; a trace file and a lesson open as recordings; the first view
+of a fresh tab is the recorded lesson, with no model call."""
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+import torch
+
+from specviz.app.handlers import reset_handler, step_handler, tick_handler, view_handler
+from specviz.app.share import (
+    PUBLIC_TRACE_BYTES,
+    open_lesson_handler,
+    open_link_api,
+    open_link_handler,
+    open_trace_handler,
+    share_handler,
+)
+from specviz.core.recipe import Producer, decode_recipe, encode_recipe
+from specviz.present.recorded import lesson_path, view_of
+from specviz.present.share import LINK_SETTINGS
+from specviz.present.views import Session
+
+LESSON = Path(lesson_path("typical"))
+
+
+@pytest.fixture
+def forwards(monkeypatch):
+    """How many nn.Module calls ran (every model forward is one or more)."""
+    count = {"n": 0}
+    original = torch.nn.Module.__call__
+
+    def counted(self, *args, **kwargs):
+        count["n"] += 1
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(torch.nn.Module, "__call__", counted)
+    return count
+
+
+@pytest.fixture(scope="module")
+def stepped(pair):
+    """A tab's run of 3 steps on the page's lesson defaults, and its link."""
+    from specviz.present.page_settings import PageSettings
+
+    settings = PageSettings(notation="chen", preset="shakespeare", prompt="ROMEO.\nBut soft, what light", gamma=4,
+                            temperature=0.5, top_k=0, top_p=1.0, kl_budget=0.0, seed=8, max_new_tokens=80,
+                            draft_model="", target_model="")
+    session = Session()
+    for _ in range(3):
+        session, _ = step_handler(session, settings)
+    session, link, status = share_handler(session, "chen", "http://example.org/space/?classroom=1&lang=en", lang="ja")
+    assert not status.error and link.startswith("http://example.org/space/?classroom=1&lang=ja#run=v1.")
+    return session, link
+
+
+def rounds(session: Session) -> list:
+    """Token ids, verdicts and u of every step: what the card shows, read from the traces."""
+    return [([e.id for e in t.emitted], [(p.draft_token, p.verdict, p.uniform) for p in t.positions])
+            for t in session.traces]
+
+
+def test_a_link_replays_the_same_tokens_verdicts_and_u_to_its_step(stepped):
+    session, link = stepped
+    opened, view, settings, status = open_link_handler(Session(), link, lang="ja")
+    assert not status.error and "一致" in status.text
+    assert rounds(opened) == rounds(session) and len(opened.traces) == 3
+    assert settings["seed"] == 8 and settings["notation"] == "chen" and set(settings) == set(LINK_SETTINGS)
+    _, shown = view_handler(session, "chen", None, lang="ja")
+    assert view.step_card == shown.step_card and view.round_summary == shown.round_summary
+
+
+def test_a_link_to_an_earlier_step_shows_that_step(stepped):
+    session, _ = stepped
+    session, _ = view_handler(session, "leviathan", 2, lang="en")
+    session, link, _ = share_handler(session, "leviathan", "", lang="en")
+    assert link.startswith("?lang=en#run=")  # no page address given: a relative link
+    opened, _, _, status = open_link_handler(Session(), link, lang="en")
+    assert not status.error and rounds(opened) == rounds(session)[:2]
+    session.viewing = None
+
+
+def _tampered(link: str, **change) -> str:
+    recipe = decode_recipe(link, LINK_SETTINGS)
+    return encode_recipe(replace(recipe, **change))
+
+
+def test_a_changed_digest_is_refused_as_not_the_same_run(stepped):
+    _, link = stepped
+    changed = _tampered(link, digest="0123456789abcdef")
+    _, view, settings, status = open_link_handler(Session(), changed, lang="en")
+    assert status.error and "Not the same run" in status.text and "0123456789abcdef" in status.text
+    assert "same versions and device" in status.text
+
+
+def test_a_link_from_another_version_names_what_differs(stepped):
+    _, link = stepped
+    recipe = decode_recipe(link, LINK_SETTINGS)
+    other = Producer(**{**recipe.producer.__dict__, "torch": "2.0.0", "device": "cuda"})
+    _, _, _, status = open_link_handler(Session(), _tampered(link, producer=other, digest="f" * 16), lang="en")
+    assert status.error and "torch" in status.text and "2.0.0 in the recording" in status.text
+    assert "device cuda" not in status.text and "in the recording" in status.text
+
+
+def test_a_cut_or_wrong_version_link_is_a_message_and_nothing_runs(stepped, forwards):
+    _, link = stepped
+    for bad, said in ((link[:-20], "cut"), (link.replace("#run=v1.", "#run=v7."), "format v7")):
+        _, view, settings, status = open_link_handler(Session(), bad, lang="en")
+        assert status.error and said in status.text and settings is None
+    assert forwards["n"] == 0
+
+
+def test_a_link_cannot_load_a_pair_the_deployment_does_not_offer(stepped, monkeypatch, forwards):
+    monkeypatch.setenv("SPACE_ID", "someone/specviz")
+    monkeypatch.setenv("SPECVIZ_PRESETS", "shakespeare")
+    loads = []
+    monkeypatch.setattr("specviz.engine.models.loading.load_pair", lambda *a, **k: loads.append(a))
+    recipe = decode_recipe(stepped[1], LINK_SETTINGS)
+    for settings in ({"preset": "gpt2"}, {"draft_model": "/etc", "target_model": "/etc"}):
+        link = encode_recipe(replace(recipe, settings={**recipe.settings, **settings}))
+        _, _, chosen, status = open_link_handler(Session(), link, lang="en")
+        assert status.error and chosen is None and ("not offered" in status.text or "own" in status.text), status
+    assert loads == [] and forwards["n"] == 0
+
+
+def test_the_api_replays_a_link_and_names_a_bad_one(stepped):
+    _, link = stepped
+    result = open_link_api(link, "en")
+    assert result["ok"] and result["step"] == 3 and 'data-step="3"' in result["step_card"]
+    bad = open_link_api("v1.abc", "xx")
+    assert not bad["ok"] and "lang must be one of" in bad["message"]
+
+
+def test_a_fresh_tab_shows_the_recorded_lesson_without_a_model_call(forwards):
+    view = view_of(Session(), "leviathan")
+    assert "recorded on cpu" in view.step_card and "lesson-note" in view.round_summary
+    assert 'data-step="1"' in view.step_card and forwards["n"] == 0
+    zh = view_of(Session(), "leviathan", lang="zh")
+    assert "录制于" in zh.step_card and "第 1 课" in zh.round_summary
+
+
+def test_the_pages_first_paint_is_the_lesson(forwards):
+    from specviz.app.wiring import build_app
+
+    demo = build_app()
+    card = next(b for b in demo.blocks.values() if getattr(b, "elem_id", None) == "step-card")
+    assert "recorded on" in card.value and forwards["n"] == 0
+
+
+def test_a_trace_file_opens_and_step_play_and_view_step_move_through_it(page_settings, forwards):
+    text = LESSON.read_text(encoding="utf-8")
+    total = len(text.splitlines()) - 1
+    session, view = open_trace_handler(Session(), text, "leviathan", lang="en")
+    assert "Opened a recording" in view.message and 'data-step="1"' in view.step_card
+    session, view = step_handler(session, page_settings())
+    assert 'data-step="2"' in view.step_card and "recorded on" in view.counters
+    session, view = view_handler(session, "leviathan", total, lang="en")
+    assert f'data-step="{total}"' in view.step_card
+    session.playing = True
+    session, view, playing = tick_handler(session, page_settings())
+    assert not playing and "ends at step" in view.message  # Play stops at the recording's end
+    session, view = view_handler(session, "leviathan", total + 1, lang="en")
+    assert "must be a whole number in 1.." in view.message
+    assert forwards["n"] == 0
+    session, view = reset_handler(session, "leviathan")
+    assert session.recorded is None
+
+
+def test_a_lesson_opens_from_the_menu(page_settings):
+    session, view = open_lesson_handler(Session(), "greedy", "leviathan", lang="ja")
+    assert "レッスン 2" in view.round_summary and session.recorded.total == 5
+    session, view = open_lesson_handler(Session(), "../../etc/passwd", "leviathan", lang="en")
+    assert "not recorded on this server" in view.message and session.recorded is None
+
+
+def test_a_public_servers_trace_is_bounded_in_bytes_and_steps(monkeypatch):
+    monkeypatch.setenv("SPACE_ID", "someone/specviz")
+    lines = LESSON.read_text(encoding="utf-8").splitlines()
+    big = "\n".join([lines[0]] + lines[1:] * (PUBLIC_TRACE_BYTES // len("".join(lines[1:])) + 1))
+    session, view = open_trace_handler(Session(), big, "leviathan", lang="en")
+    assert f"over the {PUBLIC_TRACE_BYTES:,} bytes" in view.message and session.recorded is None
+    step = json.loads(lines[1])
+    small = {**step, "positions": [], "correction": {**step["correction"], "candidates": [], "residual_probs": []}, "step": 1,
+             "record": None}
+    many = "\n".join(json.dumps({**small, "run_index": i}) for i in range(1001))
+    assert len(many) < PUBLIC_TRACE_BYTES
+    session, view = open_trace_handler(Session(), many, "leviathan", lang="en")
+    assert "over the 1,000 allowed" in view.message and session.recorded is None
+    session, view = open_trace_handler(Session(), '{"too_large_bytes": 99999999}', "leviathan", lang="en")
+    assert "99999999 bytes" in view.message
