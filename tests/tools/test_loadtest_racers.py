@@ -20,3 +20,13 @@ def test_racers_never_stall_a_light_step_and_memory_comes_back():
     assert len(out["series_s"]) == 2 and "other" not in out["series_endings"], out
     assert out["rss_after_mib"] - out["rss_before_mib"] < 300, out
     assert "light Step median" in racers_text(out)
+
+
+def test_bad_racer_settings_are_one_error_line_before_any_server_starts():
+    from tests.tools.test_cli import run_cli
+
+    for args, message in [(["--attacks", "--race-seconds", "0"], "--race-seconds must be a number in [1, 3600], not 0"),
+                          (["--attacks", "--race-seconds", "nan"], "--race-seconds must be a number in [1, 3600]"),
+                          (["--race-vs-bench", "0"], "races must be a whole number in 1..100, not 0")]:
+        out = run_cli("loadtest", *args)
+        assert out.returncode == 2 and message in out.stderr and "Traceback" not in out.stderr, out.stderr
