@@ -7,13 +7,13 @@ from specviz.app.handlers import _failure, race_handler
 from specviz.present.errors import localize
 from specviz.present.views import Session
 
-KNOBS = ("shakespeare", "KING.\nNow is the time", 4, 1.0, 0, 1.0, 0.0, 1, 8, "", "", 1, "model")
+PROMPT = "KING.\nNow is the time"
 
 
 @pytest.mark.parametrize("lang", [["en"], {"a": 1}, "fr", None])
-def test_a_race_in_a_language_the_page_lacks_is_refused_by_name_and_nothing_runs(lang):
+def test_a_race_in_a_language_the_page_lacks_is_refused_by_name_and_nothing_runs(lang, page_settings):
     session = Session()
-    session, shown, status = race_handler(session, *KNOBS, lang=lang)
+    session, shown, status = race_handler(session, page_settings(prompt=PROMPT, seed=1, max_new_tokens=8, lang=lang))
     assert shown is None and status.error and status.text.startswith("lang must be one of en, zh, ja, not ")
     assert session.races == 0
 
@@ -37,6 +37,6 @@ def test_a_refused_race_is_said_in_the_page_language(lang):
     assert said != english and all(blank in said for blank in ("95", "200", "16", "8", "SPECVIZ_EVENT_TIMEOUT_S"))
 
 
-def test_a_race_of_the_pages_settings_runs_and_is_counted(pair):
-    session, shown, status = race_handler(Session(), *KNOBS, lang="en")
+def test_a_race_of_the_pages_settings_runs_and_is_counted(pair, page_settings):
+    session, shown, status = race_handler(Session(), page_settings(prompt=PROMPT, seed=1, max_new_tokens=8))
     assert 'data-side="target_only"' in shown and not status.error and session.races == 1
