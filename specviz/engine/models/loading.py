@@ -1,6 +1,7 @@
-"""Loading a draft/target pair with `from_pretrained`: device, dtype, compatibility, the pair cache.
+"""Loading a draft/target pair with `from_pretrained`: compatibility, the size check, the pair cache.
 
-Pairs are named by `engine.models.presets`; this module owns the loaded weights (one cache per process).
+Pairs are named by `engine.models.presets` and placed by `engine.models.placement` (device, dtype, the
+per-device choices); this module owns the loaded weights (one cache per process).
 
 The cache, its locks and the guarded load they protect (size check, time limit, load-then-admit) stay in one
 module: they must be read together to see that a failed load changes nothing.
@@ -23,9 +24,8 @@ import torch
 
 from .. import memory, settings
 from . import smollm2
-from .cpu_linear import use_rows_first_linears
-from .draft_precision import convert_draft, draft_dtype
 from .half_precision import overflowing_roles
+from .placement import fit_to_device, pick_device, pick_dtype
 from .policy import (
     canonical,
     estimated_params,
@@ -37,38 +37,6 @@ from .policy import (
     shown,
 )
 from .presets import PRESETS, ModelLoadError, Preset, pair_ref
-
-
-def pick_device(device: str | None = None) -> torch.device:
-    if device:
-        try:
-            dev = torch.device(device)
-        except RuntimeError as err:
-            raise ModelLoadError(f"unknown device {device!r}: use cuda, mps or cpu") from err
-        if dev.type == "cuda" and not torch.cuda.is_available():
-            raise ModelLoadError(f"device {device!r} asked for, but this machine has no CUDA GPU (try cpu)")
-        if dev.type == "mps" and not (getattr(torch.backends, "mps", None) and torch.backends.mps.is_available()):
-            raise ModelLoadError(f"device {device!r} asked for, but MPS is not available here (try cpu)")
-        if dev.type not in ("cuda", "mps", "cpu"):
-            raise ModelLoadError(f"unsupported device {device!r}: use cuda, mps or cpu")
-        return dev
-    if torch.cuda.is_available():
-        return torch.device("cuda")
-    if getattr(torch.backends, "mps", None) and torch.backends.mps.is_available():
-        return torch.device("mps")
-    return torch.device("cpu")
-
-
-def pick_dtype(device: torch.device, dtype: str | torch.dtype | None = None) -> torch.dtype:
-    if isinstance(dtype, torch.dtype):
-        return dtype
-    if dtype:
-        if not isinstance(getattr(torch, str(dtype), None), torch.dtype):
-            raise ModelLoadError(f"unknown dtype {dtype!r}: use float32, float16 or bfloat16")
-        return getattr(torch, dtype)
-    if device.type == "cuda":  # emulated bf16 (a T4, compute capability 7.5) is slow: fp16 there
-        return torch.bfloat16 if torch.cuda.is_bf16_supported(including_emulation=False) else torch.float16
-    return torch.float16 if device.type == "mps" else torch.float32
 
 
 @dataclass
@@ -330,18 +298,6 @@ def _load_one(model_id: str, role: str, device: torch.device, dtype: torch.dtype
         raise ModelLoadError(f"could not load the {role} model {name!r} as a {where}: {_detail(err)}") from None
     except RuntimeError as err:  # e.g. a device that fails to take the weights
         raise ModelLoadError(f"could not move the {role} model {name!r} to {device}: {_detail(err)}") from None
-
-
-def fit_to_device(draft, target, device: torch.device, dtype: torch.dtype) -> torch.dtype:
-    """The engine's choices for where the pair runs, made in place; returns the dtype the draft computes in.
-    On a bf16 CPU a memory-bound draft computes in bfloat16 (draft_precision.py);
-    on any CPU, large layers compute their few rows as W·hᵀ (cpu_linear.py)."""
-    own_dtype = draft_dtype(draft, target, device, dtype, settings.current().draft_bf16)
-    if own_dtype != dtype:
-        convert_draft(draft, target, own_dtype)
-    for model in (draft, target):
-        use_rows_first_linears(model, device)
-    return own_dtype
 
 
 def _load(spec: Preset, device: torch.device, dtype: torch.dtype) -> ModelPair:
