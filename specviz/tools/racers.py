@@ -68,25 +68,23 @@ class Racer:
         self.client.close()
 
 
-def _light_steps(url: str, preset: str, stop: threading.Event, every_s: float, out: list, lost: list) -> None:
+def _light_steps(visitor: Visitor, stop: threading.Event, every_s: float, out: list, lost: list) -> None:
     """A Step every `every_s` seconds, each on a new seed (a new run: no run ends midway), until `stop`."""
-    visitor, seed = Visitor(url, preset), 100
-    try:
-        while not stop.wait(every_s):
-            seconds, message = visitor.step(LIGHT_PROMPT, seed=seed)
-            seed += 1
-            refused = message.startswith("error") or "SPECVIZ_EVENT_TIMEOUT_S" in message or "try again" in message
-            (lost if refused else out).append(seconds)
-    finally:
-        visitor.close()
+    seed = 100
+    while not stop.wait(every_s):
+        seconds, message = visitor.step(LIGHT_PROMPT, seed=seed)
+        seed += 1
+        refused = message.startswith("error") or "SPECVIZ_EVENT_TIMEOUT_S" in message or "try again" in message
+        (lost if refused else out).append(seconds)
 
 
 def _phase(url: str, heavy: str, light: str, prompt: str, racers: int, seconds: float, every_s: float) -> dict:
     """`racers` visitors race back to back for `seconds` while a light visitor steps every `every_s` s."""
     stop, light_s, lost = threading.Event(), [], []
-    crowd = [Racer(url, heavy, prompt, LONGEST) for _ in range(racers)]
+    crowd = [Racer(url, heavy, prompt, LONGEST) for _ in range(racers)]  # every client connects before the clock
+    stepper = Visitor(url, light)
     threads = [threading.Thread(target=r.until, args=(stop,)) for r in crowd]
-    threads.append(threading.Thread(target=_light_steps, args=(url, light, stop, every_s, light_s, lost)))
+    threads.append(threading.Thread(target=_light_steps, args=(stepper, stop, every_s, light_s, lost)))
     for t in threads:
         t.start()
     time.sleep(seconds)
@@ -94,8 +92,8 @@ def _phase(url: str, heavy: str, light: str, prompt: str, racers: int, seconds: 
     for t in threads:
         t.join(timeout=900)
     endings = [e for r in crowd for e in r.endings]
-    for r in crowd:
-        r.close()
+    for client in [*crowd, stepper]:
+        client.close()
     return {"racers": racers, "seconds": seconds, "light_steps": len(light_s), "light_lost": len(lost),
             "light_median_s": round(statistics.median(light_s), 3) if light_s else None,
             "light_max_s": round(max(light_s), 3) if light_s else None,
