@@ -9,10 +9,11 @@ import torch
 
 from specviz.core.config import DecodeConfig
 from specviz.core.trace import StepTrace
-from specviz.engine.decoding.decoders import SpeculativeDecoder, TargetOnlyDecoder
+from specviz.engine.decoding.decoders import SpeculativeDecoder
 from specviz.engine.decoding.factory import decoder_class, make_decoder
 from specviz.engine.decoding.lookup_decoder import LookupDecoder
 from specviz.engine.decoding.tree_decoder import TreeDecoder
+from tests.engine.greedy import greedy_parity
 from tests.stats import chi_square_pvalue
 
 PROMPT = "KING.\nNow is the time"
@@ -20,12 +21,7 @@ PROMPT = "KING.\nNow is the time"
 
 @pytest.mark.parametrize("drafts", range(1, 9))
 def test_greedy_tree_equals_target_only(pair, drafts):
-    config = DecodeConfig(gamma=3, temperature=0, max_new_tokens=20, drafts=drafts)
-    spec = make_decoder(pair, PROMPT, config)
-    spec.run()
-    base = TargetOnlyDecoder(pair, PROMPT, config)
-    base.run()
-    assert spec.generated_ids == base.generated_ids
+    spec = greedy_parity(pair, PROMPT, DecodeConfig(gamma=3, temperature=0, max_new_tokens=20, drafts=drafts))
     assert isinstance(spec, TreeDecoder) == (drafts > 1)
 
 
