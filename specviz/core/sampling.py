@@ -118,26 +118,142 @@ def verify(target_probs: torch.Tensor, draft_probs: torch.Tensor, draft_tokens: 
         raise ValueError(f"draft token {int(draft_tokens[pos])} at position {pos} has zero draft "
                          f"probability: it cannot have been sampled from draft_probs")
 
-    # 2. verify: accept draft token i when u_i < its accept chance (min(1, p/q) when exact)
-    plan = None
-    if kl_budget > 0:
-        plan = mentored_plan(target_probs[:gamma], draft_probs, kl_budget)
-        accept = plan.accept_probs.gather(-1, draft_tokens.unsqueeze(-1)).squeeze(-1)  # [gamma]
-    else:
-        accept = accept_probability(target_probs[:gamma], draft_probs, draft_tokens)  # [gamma]
-    uniforms = torch.rand(gamma, generator=generator, device=draft_probs.device, dtype=accept.dtype)
-    # the first rejection, found on the host from one read of 2 gamma numbers (fewer tensor operations
-    # than a cumulative sum on the device); strict: a token with accept probability 0 is never kept
-    drawn, chances = torch.stack([uniforms, accept]).tolist()
-    n = next((i for i, (u, chance) in enumerate(zip(drawn, chances)) if not u < chance), gamma)
+    # 2. verify and 3. correct, vectorised over the gamma positions; the uniforms drawn in the order this
+    # function always drew them (gamma in the accept chances' dtype, then one float64 for the last token),
+    # so a seeded call gives the tokens it gave before the round moved to the device
+    plan = mentored_plan(target_probs[:gamma], draft_probs, kl_budget) if kl_budget > 0 else None
+    accept_dtype = target_probs.dtype if plan is not None else torch.promote_types(target_probs.dtype,
+                                                                                   draft_probs.dtype)
+    device = draft_probs.device
+    uniforms = torch.cat([torch.rand(gamma, generator=generator, device=device, dtype=accept_dtype).double(),
+                          torch.rand((1,), generator=generator, device=device, dtype=torch.float64)])
+    result = verify_round(target_probs, draft_probs, draft_tokens, uniforms, kl_budget=kl_budget, plan=plan)
+    read = pack(n_accepted=result.n_accepted, tokens=result.tokens).read()  # one read back to the host
+    n = read["n_accepted"]
+    if read["tokens"][n] == NO_TOKEN:  # NaN logits land here (every comparison with NaN is false)
+        raise ValueError("cannot sample: the distribution contains NaN or infinite entries, or no mass")
     examined = min(n + 1, gamma)
+    return Verification(n_accepted=n, tokens=read["tokens"][: n + 1],
+                        uniforms=uniforms[:examined].to(accept_dtype), drafted_accept_probs=result.accept_probs,
+                        final_probs=result.final_probs, drafted_kl=result.drafted_kl)
 
-    # 3. correct: resample at the first rejection, or draw the bonus token from the target
-    if n < gamma:
-        final = plan.resample_probs[n] if plan is not None else residual_distribution(target_probs[n], draft_probs[n])
+
+# ----------------------------------------------------------------------------- the round on the device
+# Everything below returns tensors and reads nothing back to the host (on a GPU each read is a
+# synchronisation), except mentored decoding's plan, whose bisection runs on the host.
+
+NO_TOKEN = -1  # the padding of a round's emitted tokens, and what a row without mass samples
+
+
+def round_uniforms(gamma: int, generator: torch.Generator | None, device: torch.device | str) -> torch.Tensor:
+    """[gamma+1] float64 uniforms for one round in one call: u_0..u_{gamma-1} against the accept chances,
+    u_gamma for the last (resampled or bonus) token. Drawing them at once changes which numbers a seed
+    gives each decision compared with drawing them one by one, so seeded runs differ from such code."""
+    return torch.rand(gamma + 1, generator=generator, device=device, dtype=torch.float64)
+
+
+def sample_from_uniforms(probs: torch.Tensor, uniforms: torch.Tensor) -> torch.Tensor:
+    """Tokens from [..., V] distributions by inverse CDF at the given [...] uniforms: a LongTensor [...],
+    the first i with cdf[i] > u * total (right-continuous, so a token of probability 0 is never chosen:
+    its cdf equals its predecessor's). u * total can round up to the total itself; then the last token
+    of positive probability, chosen on the device. A row without mass (NaN, all zeros) gives NO_TOKEN."""
+    cdf = probs.cumsum(-1, dtype=torch.float64)                                   # [..., V]
+    threshold = (uniforms.to(torch.float64) * cdf[..., -1]).unsqueeze(-1)         # [..., 1]
+    index = torch.searchsorted(cdf, threshold, right=True).squeeze(-1)            # [...]
+    positions = torch.arange(probs.shape[-1], device=probs.device)
+    last_positive = torch.where(probs > 0, positions, NO_TOKEN).amax(-1)           # [...]
+    return torch.where(index < probs.shape[-1], index, last_positive)
+
+
+@dataclass(frozen=True)
+class Round:
+    """One verify round as tensors on the probabilities' device (read them with `pack(...).read()`)."""
+    n_accepted: torch.Tensor      # 0-d long: the accepted prefix's length n
+    tokens: torch.Tensor          # [gamma+1] long: the n accepted drafts, the last token, then NO_TOKEN
+    last: torch.Tensor            # 0-d long: the resampled (n < gamma) or bonus (n = gamma) token
+    uniforms: torch.Tensor        # [gamma+1] the round's uniforms, as given
+    accepted: torch.Tensor        # [gamma] bool: u_i < accept chance, at every position (examined or not)
+    accept_probs: torch.Tensor    # [gamma] the accept chance of each drafted token
+    drafted_target_probs: torch.Tensor  # [gamma] p(x_i)
+    drafted_draft_probs: torch.Tensor   # [gamma] q(x_i)
+    final_probs: torch.Tensor     # [V] the distribution the last token was drawn from
+    drafted_kl: torch.Tensor | None = None  # [gamma] mentored: KL(target || output) per position
+
+
+def verify_round(target_probs: torch.Tensor, draft_probs: torch.Tensor, draft_tokens: torch.Tensor,
+                 uniforms: torch.Tensor, *, kl_budget: float = 0.0, plan: MentoredPlan | None = None) -> Round:
+    """Speculative sampling's verify and correct (Leviathan et al. Alg. 1 = Chen et al. Alg. 2), vectorised
+    over the positions as vLLM's rejection sampler and transformers' `_speculative_sampling` do.
+
+    target_probs [gamma+1, V], draft_probs [gamma, V], draft_tokens [gamma] (a LongTensor on their device),
+    uniforms [gamma+1] (`round_uniforms`). Values are trusted (checking them is a host read: `verify`
+    does it); shapes are checked. kl_budget > 0 is mentored decoding through its plan (Tran-Thien 2023),
+    whose bisection runs on the host; pass `plan` to reuse one computed for target_probs[:gamma].
+    """
+    gamma, vocab = draft_probs.shape
+    if tuple(target_probs.shape) != (gamma + 1, vocab) or tuple(draft_tokens.shape) != (gamma,) \
+            or tuple(uniforms.shape) != (gamma + 1,):
+        raise ValueError(f"verify_round wants target_probs [{gamma + 1}, {vocab}], draft_tokens [{gamma}] and "
+                         f"uniforms [{gamma + 1}], got {tuple(target_probs.shape)}, {tuple(draft_tokens.shape)} "
+                         f"and {tuple(uniforms.shape)}")
+    index = draft_tokens.long().unsqueeze(-1)                                      # [gamma, 1]
+    drafted_p = target_probs[:gamma].gather(-1, index).squeeze(-1)                 # [gamma]
+    drafted_q = draft_probs.gather(-1, index).squeeze(-1)                          # [gamma]
+    if kl_budget > 0 and plan is None:
+        plan = mentored_plan(target_probs[:gamma], draft_probs, kl_budget)
+    if plan is not None:
+        accept = plan.accept_probs.gather(-1, index).squeeze(-1)                   # [gamma]
+        corrections = plan.resample_probs                                          # [gamma, V]
     else:
-        final = target_probs[gamma]
-    last = sample(final, generator)
-    return Verification(n_accepted=n, tokens=draft_tokens[:n].tolist() + [last],
-                        uniforms=uniforms[:examined], drafted_accept_probs=accept, final_probs=final,
-                        drafted_kl=plan.kl if plan is not None else None)
+        accept = torch.clamp(drafted_p / drafted_q, max=1.0)                       # [gamma] min(1, p/q)
+        corrections = residual_distribution(target_probs[:gamma], draft_probs)     # [gamma, V]
+    # 2. verify: strict u_i < chance, so a token with accept chance 0 is never kept; n = first rejection
+    accepted = uniforms[:gamma] < accept                                           # [gamma]
+    stops = torch.cat([~accepted, accepted.new_ones(1)])                           # [gamma+1]
+    n = stops.int().argmax()                                                       # 0-d: first True
+    # 3. correct: the residual at the first rejection, or the target's next row for the bonus token
+    candidates = torch.cat([corrections.to(target_probs.dtype), target_probs[gamma:]])  # [gamma+1, V]
+    final = candidates.index_select(0, n.reshape(1)).squeeze(0)                    # [V]
+    last = sample_from_uniforms(final, uniforms[gamma])                            # 0-d long
+    positions = torch.arange(gamma + 1, device=draft_tokens.device)
+    drafted = torch.cat([draft_tokens.long(), draft_tokens.new_full((1,), NO_TOKEN, dtype=torch.long)])
+    tokens = torch.where(positions < n, drafted, torch.where(positions == n, last, NO_TOKEN))  # [gamma+1]
+    return Round(n_accepted=n, tokens=tokens, last=last, uniforms=uniforms, accepted=accepted,
+                 accept_probs=accept, drafted_target_probs=drafted_p, drafted_draft_probs=drafted_q,
+                 final_probs=final, drafted_kl=plan.kl if plan is not None else None)
+
+
+@dataclass(frozen=True)
+class Packed:
+    """Several tensors flattened into one float64 tensor, so that the host reads them all at once."""
+    flat: torch.Tensor                                    # [sum of sizes] float64, on the device
+    layout: tuple[tuple[str, tuple[int, ...], bool], ...]  # (name, shape, integral) per tensor, in order
+
+    def read(self) -> dict[str, object]:
+        """The one host read: each tensor back as a number (0-d) or nested lists, ints where it held ids
+        or flags (exact: float64 holds every integer below 2**53)."""
+        values, out, at = self.flat.tolist(), {}, 0
+        for name, shape, integral in self.layout:
+            size = 1
+            for dim in shape:
+                size *= dim
+            chunk = [int(v) for v in values[at:at + size]] if integral else values[at:at + size]
+            out[name], at = _nest(chunk, shape), at + size
+        return out
+
+
+def pack(**tensors: torch.Tensor) -> Packed:
+    """Everything a round's trace and counters need, as one tensor for a single host read (`.read()`)."""
+    layout = tuple((name, tuple(t.shape), not (t.dtype.is_floating_point or t.dtype.is_complex))
+                   for name, t in tensors.items())
+    flat = torch.cat([t.detach().reshape(-1).to(torch.float64) for t in tensors.values()])
+    return Packed(flat=flat, layout=layout)
+
+
+def _nest(values: list, shape: tuple[int, ...]):
+    if not shape:
+        return values[0]
+    if len(shape) == 1:
+        return values
+    step = len(values) // shape[0] if shape[0] else 0
+    return [_nest(values[i * step:(i + 1) * step], shape[1:]) for i in range(shape[0])]
