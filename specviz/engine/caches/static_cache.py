@@ -100,6 +100,7 @@ class StaticKV:
         self.capture_s = 0.0
         self._positions = None         # [max_len] key positions, for the mask
         self._length_t = None          # 0-d long on the device: `length` as the mask reads it (a graph input)
+        self._lengths = None           # [layers] every layer's write position, once they share one tensor
         self._pool = None
 
     # ------------------------------------------------------------------ the forward
@@ -159,9 +160,25 @@ class StaticKV:
     def set_length(self, length: int) -> None:
         """Forget every position from `length` on: the next forward writes there (nothing is freed)."""
         self.length = length
+        if self._lengths is None:
+            self._share_lengths()
+        if self._lengths is not None:
+            self._lengths.fill_(length)  # every layer's write position at once: one launch, not one per layer
+            return
         for layer in self.cache.layers:
             if layer.is_initialized:
                 layer.cumulative_length.fill_(length)
+
+    def _share_lengths(self) -> None:
+        """Once every layer is allocated and before any graph records their addresses: make each layer's write
+        position (a 0-d tensor it advances in place) an element of one [layers] tensor, set by one fill."""
+        layers = self.cache.layers
+        if self.captured or not all(layer.is_initialized for layer in layers):
+            return
+        lengths = torch.stack([layer.cumulative_length for layer in layers])  # [layers]
+        for i, layer in enumerate(layers):
+            layer.cumulative_length = lengths[i]
+        self._lengths = lengths
 
     # ------------------------------------------------------------------ graphs
 
@@ -223,5 +240,5 @@ class StaticKV:
         twin = copy.copy(self)
         twin.cache = copy.deepcopy(self.cache)
         twin.captured, twin._pool, twin.capture_s = {}, None, 0.0
-        twin._positions = twin._length_t = None  # its own mask buffers, set by its own forwards
+        twin._positions = twin._length_t = twin._lengths = None  # its own buffers, set by its own forwards
         return twin
