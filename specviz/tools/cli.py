@@ -231,7 +231,7 @@ def cmd_loadtest(args) -> int:
 
 
 OWN_PARSERS = {"train": "specviz.tools.train", "corpus": "specviz.tools.corpus", "modelcard": "specviz.tools.modelcard",
-               "distill-smollm2": "specviz.tools.distill.cli"}
+               "distill-smollm2": "specviz.tools.distill.cli", "gpucheck": "specviz.tools.gpucheck"}
 
 
 def main(argv=None) -> int:
