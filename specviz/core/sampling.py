@@ -212,7 +212,7 @@ def verify_round(target_probs: torch.Tensor, draft_probs: torch.Tensor, draft_to
     stops = torch.cat([~accepted, accepted.new_ones(1)])                           # [gamma+1]
     n = stops.int().argmax()                                                       # 0-d: first True
     # 3. correct: the residual at the first rejection, or the target's next row for the bonus token
-    candidates = torch.cat([corrections.to(target_probs.dtype), target_probs[gamma:]])  # [gamma+1, V]
+    candidates = torch.cat([corrections, target_probs[gamma:].to(corrections.dtype)])     # [gamma+1, V]
     final = candidates.index_select(0, n.reshape(1)).squeeze(0)                    # [V]
     last = sample_from_uniforms(final, uniforms[gamma])                            # 0-d long
     positions = torch.arange(gamma + 1, device=draft_tokens.device)
