@@ -156,7 +156,15 @@ def whatif_table_html(result: dict, inputs: dict, lang: str = "en") -> str:
     keys = ["wi.def_curve", "wi.def_length", "wi.def_tokens", "wi.def_speedup"] + (["wi.def_k"] if siblings else [])
     return (f'<div class="wi-source">{source}</div><div class="wi-best"><b>{best_line}</b></div>'
             f'<div class="wi-scroll"><table class="analytics whatif-table"><tr>{head}</tr>{"".join(rows)}</table></div>'
-            + _definitions(keys, lang))
+            + _definitions(keys, lang) + depth_note_html(lang))
+
+
+def depth_note_html(lang: str = "en") -> str:
+    """Why c on a GPU follows the models' depths, which presets can and cannot gain where (measured or
+    predicted, as docs/benchmarks.md says), and what kind of draft would."""
+    return (f'<details class="depth-note"><summary>{tr(lang, "depth.title")}</summary>'
+            + "".join(f"<p>{tr(lang, k)}</p>" for k in ("depth.why", "depth.presets", "depth.drafts"))
+            + "</details>")
 
 
 def whatif_panel(metrics: dict | None, traces: list, curve_text, cost_text, gammas_text, drafts_text,

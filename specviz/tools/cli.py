@@ -256,8 +256,9 @@ def cmd_loadtest(args) -> int:
     return 0 if result["errors"] == 0 else 1
 
 
-OWN_PARSERS = {"record-lessons": "specviz.tools.record", "train": "specviz.tools.train", "corpus": "specviz.tools.corpus", "modelcard": "specviz.tools.modelcard",
-               "distill-smollm2": "specviz.tools.distill.cli"}
+OWN_PARSERS = {"record-lessons": "specviz.tools.record", "train": "specviz.tools.train", "corpus": "specviz.tools.corpus",
+               "modelcard": "specviz.tools.modelcard", "distill-smollm2": "specviz.tools.distill.cli",
+               "gpucheck": "specviz.tools.gpucheck"}
 
 
 def main(argv=None) -> int:

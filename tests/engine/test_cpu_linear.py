@@ -7,6 +7,8 @@ import torch
 from specviz.engine.models import cpu_linear
 from specviz.engine.models.cpu_linear import MIN_HEAD_WEIGHTS, RowsFirstLinear, use_rows_first_linears
 
+pytestmark = pytest.mark.cpu_only  # MKL's CPU linear layers: nothing of it runs on a GPU
+
 
 @pytest.mark.parametrize("bias", [False, True])
 @pytest.mark.parametrize("rows", [1, 2, 5])

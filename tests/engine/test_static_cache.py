@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from specviz.core.config import DecodeConfig
+from specviz.engine import settings
 from specviz.engine.caches import static_cache
 from specviz.engine.caches.cache import CachedModel
 from specviz.engine.decoding.decoders import TargetOnlyDecoder
@@ -189,8 +190,14 @@ def test_a_crop_outside_inference_mode_moves_write_positions_made_inside_it(pair
 
 def test_the_cache_kind_names_each_model_when_they_differ(pair):
     """A draft whose capture failed runs eagerly while the target replays graphs: the report says both,
-    never "cuda graphs" alone (faked on the CPU by giving the target a captured entry)."""
+    never "cuda graphs" alone. Faked alike on every device: both models start without graphs (on CUDA the
+    real captures are dropped, on the CPU there are none), then the target gets a captured entry."""
     spec = make_decoder(pair, "KING.\nNow", DecodeConfig(gamma=2, max_new_tokens=4), static_cache=True)
+    on_cuda = torch.device(pair.device).type == "cuda" and settings.current().cuda_graphs
+    graphs = "cuda graphs" if on_cuda else "static"  # CUDA captures unless SPECVIZ_CUDA_GRAPHS=0
+    assert spec.cache_kind == graphs
+    spec.target.static.captured.clear()
+    spec.draft.static.captured.clear()
     assert spec.cache_kinds == {"draft": "static", "target": "static"} and spec.cache_kind == "static"
     spec.target.static.captured[3] = object()
     assert spec.cache_kinds == {"draft": "static", "target": "cuda graphs"}
@@ -199,4 +206,4 @@ def test_the_cache_kind_names_each_model_when_they_differ(pair):
     spec._note_graph_error("draft", spec.draft)
     assert spec.graphs_off.endswith("draft: CUDA graph capture failed: the replayed 1-token forward differs")
     base = TargetOnlyDecoder(pair, "KING.\nNow", DecodeConfig(gamma=2, max_new_tokens=4), static_cache=True)
-    assert base.cache_kinds == {"target": "static"}
+    assert base.cache_kinds == {"target": graphs}

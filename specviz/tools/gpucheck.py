@@ -1,0 +1,203 @@
+"""`python -m specviz gpucheck [--json]`: everything a lent GPU should answer, in one table, in minutes.
+
+Rows, each under its own time cap within a total budget (6 minutes by default; a row that would start past
+it is "not run: time budget"):
+  tests          the CUDA-capable tests on the device (SPECVIZ_TEST_DEVICE=cuda, float32); tests marked
+                 `cpu_only` are skipped there
+  rewind         one decoder captured once as CUDA graphs, rewound after a rejection, 2,000 seeded rounds:
+                 chi-square p of the first emitted token (tests/engine/test_rewind.py)
+  bench graphs   `bench --device cuda --quick --json` (the static cache replayed as CUDA graphs)
+  bench eager    the same with SPECVIZ_CUDA_GRAPHS=0
+  lookup         `bench --drafter lookup --device cuda --quick --json`
+  syncs          host-device synchronisations per speculative round and per target-only step, as CUDA
+                 counts them (torch.cuda.set_sync_debug_mode)
+  smollm2, qwen2.5   `bench --preset NAME --random-weights --device cuda --json`: c eager and on graphs
+Without a CUDA device it prints one `error:` line and exits 2: nothing it measures means anything elsewhere.
+stdout is the table (or JSON with --json); progress goes to stderr.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import warnings
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+BUDGET_S = 360
+ROOT = Path(__file__).resolve().parents[2]
+CUDA_ENV = {"SPECVIZ_TEST_DEVICE": "cuda", "SPECVIZ_TEST_DTYPE": "float32"}
+TEST_PATHS = ("tests/core/test_device_round.py", "tests/engine")
+SYNC_ROUNDS = 10
+
+
+def _log(message: str) -> None:
+    print(f"gpucheck: {message}", file=sys.stderr, flush=True)
+
+
+def _run(cmd: list[str], timeout: float, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(cmd, cwd=ROOT, env={**os.environ, **(env or {})}, capture_output=True, text=True,
+                          timeout=max(timeout, 1))
+
+
+def junit_summary(xml_text: str) -> dict:
+    """passed / failed / skipped counts and each test's recorded properties from a pytest junit XML."""
+    root = ET.fromstring(xml_text)
+    suites = [root] if root.tag == "testsuite" else root.findall("testsuite")
+    totals = {key: sum(int(s.get(key, 0)) for s in suites) for key in ("tests", "failures", "errors", "skipped")}
+    properties = {p.get("name"): p.get("value") for p in root.iter("property")}
+    failed = [f"{c.get('classname')}.{c.get('name')}" for c in root.iter("testcase")
+              if c.find("failure") is not None or c.find("error") is not None]
+    return {"passed": totals["tests"] - totals["failures"] - totals["errors"] - totals["skipped"],
+            "failed": totals["failures"] + totals["errors"], "skipped": totals["skipped"],
+            "properties": properties, "failed_tests": failed}
+
+
+def _pytest(paths, timeout: float, extra=()) -> dict:
+    with tempfile.TemporaryDirectory() as tmp:
+        xml = Path(tmp) / "junit.xml"
+        done = _run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", "not cpu_only",
+                     f"--junitxml={xml}", *extra, *paths], timeout, CUDA_ENV)
+        if not xml.exists():
+            raise RuntimeError(f"pytest wrote no report: {(done.stderr or done.stdout).strip()[-200:]}")
+        return junit_summary(xml.read_text())
+
+
+def row_tests(timeout: float) -> dict:
+    s = _pytest(TEST_PATHS, timeout, ("--ignore=tests/engine/test_rewind.py",))
+    return {"ok": s["failed"] == 0, "figures": {k: s[k] for k in ("passed", "failed", "skipped")},
+            "detail": ", ".join(s["failed_tests"][:5])}
+
+
+def row_rewind(timeout: float) -> dict:
+    s = _pytest(("tests/engine/test_rewind.py",), timeout)
+    pvalue = s["properties"].get("pvalue")
+    return {"ok": s["failed"] == 0 and s["passed"] == 1,
+            "figures": {"pvalue": float(pvalue) if pvalue else None, "cache": s["properties"].get("cache_kind")}}
+
+
+def _bench(args: list[str], timeout: float, env: dict | None = None) -> dict:
+    done = _run([sys.executable, "-m", "specviz", "bench", "--device", "cuda", "--json", *args], timeout, env)
+    if done.returncode != 0:
+        raise RuntimeError((done.stderr.strip().splitlines() or ["bench failed"])[-1])
+    return json.loads(done.stdout)
+
+
+BENCH_FIGURES = ("tokens_per_s_speculative", "tokens_per_s_target_only", "speedup_vs_target_only",
+                 "measured_over_cost_model", "cost_ratio_c", "draft_ms", "target_ms", "target_verify_ms", "cache")
+
+
+def row_bench(timeout: float, graphs: bool) -> dict:
+    result = _bench(["--quick"], timeout, None if graphs else {"SPECVIZ_CUDA_GRAPHS": "0"})
+    return {"ok": True, "figures": {k: result.get(k) for k in BENCH_FIGURES if k in result}}
+
+
+def row_lookup(timeout: float) -> dict:
+    result = _bench(["--quick", "--drafter", "lookup"], timeout)
+    rows = result if isinstance(result, list) else result.get("rows", [result])
+    return {"ok": True, "figures": {"speedup_vs_target_only": [r.get("speedup_vs_target_only") for r in rows
+                                                                if isinstance(r, dict)]}}
+
+
+def row_random_weights(preset: str, timeout: float) -> dict:
+    result = _bench(["--preset", preset, "--random-weights"], timeout)
+    graphs = result.get("graphs") or {}
+    return {"ok": True, "figures": {"draft_ms": result.get("draft_ms"), "target_ms": result.get("target_ms"),
+                                    "c": result.get("cost_ratio_c"), "draft_ms_graphs": graphs.get("draft_ms"),
+                                    "target_ms_graphs": graphs.get("target_ms"), "c_graphs": graphs.get("cost_ratio_c")}}
+
+
+def _syncs_per_step(step, steps: int) -> float:
+    import torch
+
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        torch.cuda.set_sync_debug_mode("warn")
+        try:
+            for _ in range(steps):
+                step()
+        finally:
+            torch.cuda.set_sync_debug_mode("default")
+    return sum("synchroniz" in str(w.message) for w in seen) / steps
+
+
+def row_syncs(timeout: float) -> dict:
+    from ..core.config import DecodeConfig
+    from ..engine.decoding.decoders import TargetOnlyDecoder
+    from ..engine.decoding.factory import make_decoder
+    from ..engine.models.loading import load_pair
+
+    pair = load_pair("shakespeare", device="cuda")
+    config = DecodeConfig(gamma=4, max_new_tokens=400, seed=0)
+    figures = {}
+    for record in (True, False):
+        spec = make_decoder(pair, "KING.\nNow", DecodeConfig(**{**config.__dict__, "record": record}))
+        figures[f"per_round_traces_{'on' if record else 'off'}"] = _syncs_per_step(spec.step, SYNC_ROUNDS)
+    base = TargetOnlyDecoder(pair, "KING.\nNow", config)
+    figures["per_target_only_step"] = _syncs_per_step(base.step, SYNC_ROUNDS)
+    figures["cache"] = spec.cache_kind
+    return {"ok": True, "figures": figures}
+
+
+ROWS = (("tests", 150, row_tests), ("rewind", 45, row_rewind),
+        ("bench graphs", 50, lambda t: row_bench(t, graphs=True)), ("bench eager", 60, lambda t: row_bench(t, graphs=False)),
+        ("lookup", 45, row_lookup), ("syncs", 30, row_syncs),
+        ("smollm2 random weights", 60, lambda t: row_random_weights("smollm2", t)),
+        ("qwen2.5 random weights", 60, lambda t: row_random_weights("qwen2.5", t)))
+
+
+def run_gpucheck(budget_s: float = BUDGET_S, rows=ROWS) -> dict:
+    """Every row in order, each within min(its cap, what is left of the budget)."""
+    start, out = time.perf_counter(), []
+    for name, cap, run in rows:
+        left = budget_s - (time.perf_counter() - start)
+        if left < 5:
+            out.append({"check": name, "status": "not run: time budget", "figures": {}, "seconds": 0.0})
+            continue
+        _log(f"{name} (at most {min(cap, left):.0f} s)")
+        t0 = time.perf_counter()
+        try:
+            result = run(min(cap, left))
+            status = "ok" if result["ok"] else "failed"
+        except subprocess.TimeoutExpired:
+            result, status = {"figures": {}}, f"timed out after {min(cap, left):.0f} s"
+        except Exception as err:  # a row's failure is its row's answer, not the end of the check
+            result, status = {"figures": {}}, f"error: {str(err).splitlines()[0] if str(err) else type(err).__name__}"
+        out.append({"check": name, "status": status, "figures": result["figures"],
+                    "detail": result.get("detail") or None, "seconds": round(time.perf_counter() - t0, 1)})
+    return {"rows": out, "total_s": round(time.perf_counter() - start, 1)}
+
+
+def table(result: dict) -> str:
+    """One plain-text table: check, status, seconds, figures."""
+    lines = [f"{'check':<24} {'status':<26} {'s':>6}  figures", "-" * 100]
+    for row in result["rows"]:
+        figures = ", ".join(f"{k} {v}" for k, v in row["figures"].items())
+        lines.append(f"{row['check']:<24} {row['status']:<26} {row['seconds']:>6}  {figures}")
+    lines.append(f"total {result['total_s']} s")
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m specviz gpucheck",
+                                 description="the CUDA checks a lent GPU should answer, in one table")
+    ap.add_argument("--json", action="store_true", help="print JSON instead of the table")
+    ap.add_argument("--budget-s", type=float, default=BUDGET_S,
+                    help=f"total seconds for every row (default {BUDGET_S}; 30 to 3600)")
+    args = ap.parse_args(argv)
+    if not 30 <= args.budget_s <= 3600:
+        print(f"error: --budget-s must be between 30 and 3600 seconds, got {args.budget_s}", file=sys.stderr)
+        return 2
+    import torch
+
+    if not torch.cuda.is_available():
+        print("error: gpucheck needs a CUDA device and torch sees none (torch.cuda.is_available() is False)",
+              file=sys.stderr)
+        return 2
+    result = {"device": torch.cuda.get_device_name(0), "torch": torch.__version__, **run_gpucheck(args.budget_s)}
+    print(json.dumps(result) if args.json else f"{result['device']}, torch {result['torch']}\n{table(result)}")
+    return 0 if all(row["status"] == "ok" for row in result["rows"]) else 1
