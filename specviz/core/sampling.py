@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import torch
 
-from .mentored import MentoredPlan, mentored_plan  # noqa: F401  (re-exported: sampling is the public face)
+from .mentored import MentoredPlan, mentored_plan  # re-exported: sampling is the public face
 from .probability import (  # noqa: F401  (re-exported)
     SUM_TOLERANCE,
     _check_budget,
