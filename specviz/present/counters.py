@@ -18,9 +18,11 @@ def _esc(text: str) -> str:
 
 
 def counters_html(m: dict, device: str, lossy: bool, baseline_tokens: int, steps: int, lang: str = "en",
-                  lookup: bool = False) -> str:
+                  draft_passes: int | None = None) -> str:
     """Speculative vs target-only, from metrics.metrics(); timings flagged while warming up. The first
-    line carries the speed argument (target passes each way, tokens per pass, speedup) for a class."""
+    line carries the speed argument (target passes each way, tokens per pass, speedup) for a class.
+    `draft_passes`: the draft forwards the run made, where they differ from the tokens drafted (a drafter with
+    no model, prompt lookup, makes none); None: one per drafted token."""
     if not steps:
         return f'<div class="counters muted">{tr(lang, "cnt.empty")}</div>'
     badge = f' <span class="badge lossy">{tr(lang, "cnt.lossy")}</span>' if lossy else ""
@@ -39,7 +41,7 @@ def counters_html(m: dict, device: str, lossy: bool, baseline_tokens: int, steps
     alpha = tr(lang, "cnt.alpha", a=f'{m["acceptance_rate"]:.2f}', m=f'{m["mean_acceptance_length"]:.2f}')
     rows = [(tr(lang, "cnt.tokens"), m["tokens"], baseline_tokens),
             (tr(lang, "cnt.target_passes"), m["target_calls"], baseline_tokens),
-            (tr(lang, "cnt.draft_passes"), 0 if lookup else m["draft_calls"], "—"),  # lookup copies: no draft forward
+            (tr(lang, "cnt.draft_passes"), m["draft_calls"] if draft_passes is None else draft_passes, "—"),
             (tr(lang, "cnt.tokens_per_s"), rate("tokens_per_s_speculative"), rate("tokens_per_s_target_only"))]
     body = "".join(f"<tr><td>{a}</td><td><b>{b}</b></td><td>{c}</td></tr>" for a, b, c in rows)
     return (f'<div class="counters"><div class="speed-argument">{argument}</div><table><tr><th></th>'

@@ -18,6 +18,7 @@ from ..core import playground
 from ..core.config import DRAFTS_MAX, DRAFTS_MIN, DecodeConfig
 from ..core.notation import letters, p_value_text
 from ..engine.decoding.decoders import clean_text
+from ..engine.decoding.drafters import DEFAULT_DRAFTER, check_drafter
 from ..engine.models.policy import custom_pair, visitor_pair
 from ..engine.serving.run import ComparedRun, RunSettings
 from . import export, playground_figures, render, run_figures, step_figures
@@ -109,7 +110,7 @@ def build_view(session: Session, notation: str, status: Status = Status(), lang:
     metrics = run.metrics()
     return View(render.text_view(prompt, traces, trace.step, lang), render.step_card(trace, notation, len(traces), lang),
                 render.counters_html(metrics, run.device, run.config.lossy, run.baseline_tokens(), len(traces), lang,
-                                    lookup=run.config.drafter == "lookup"),
+                                    draft_passes=traces[-1].counters.draft_calls),
                 render.narration(trace, notation, lang), step_figures.pq_figure(trace, notation, lang),
                 step_figures.uniform_figure(trace, notation, lang), step_figures.residual_figure(trace, notation, lang),
                 run_figures.history_figure(traces, notation, lang), trace.step, render.message_html(status),
@@ -134,10 +135,10 @@ def settings_from(preset, prompt, gamma, temperature, top_k, top_p, kl_budget, s
                   draft_model: str = "", target_model: str = "", drafts=1, drafter="model") -> RunSettings:
     """The page's knobs as RunSettings; bad values raise ValueError / ModelLoadError naming the knob.
     Draft and target model fields, when both are filled, replace the preset (see models.custom_pair)."""
-    config = DecodeConfig.from_knobs(gamma=gamma, temperature=temperature, top_k=top_k, top_p=top_p,
+    config = check_drafter(DecodeConfig.from_knobs(gamma=gamma, temperature=temperature, top_k=top_k, top_p=top_p,
                                      kl_budget=kl_budget, max_new_tokens=max_new_tokens, seed=seed,
                                      drafts=1 if drafts is None else drafts,
-                                     drafter="model" if drafter is None else drafter)
+                                     drafter=DEFAULT_DRAFTER if drafter is None else drafter))
     if config.max_new_tokens > PAGE_MAX_NEW_TOKENS:
         raise ValueError(f"max_new_tokens must be a whole number in 1..{PAGE_MAX_NEW_TOKENS} here, "
                          f"not {max_new_tokens!r} (the command line goes further)")

@@ -10,9 +10,10 @@ import json
 import os
 import sys
 
-from ..core.config import DRAFTERS, DecodeConfig
+from ..core.config import DecodeConfig
 from ..core.metrics import metric_set
 from ..engine.decoding.decoders import DecodingFinished, SpeculativeDecoder, TargetOnlyDecoder
+from ..engine.decoding.drafters import DEFAULT_DRAFTER, DRAFTERS, PromptLookup, check_drafter
 from ..engine.decoding.factory import make_decoder
 from ..engine.models.loading import load_pair
 from ..engine.models.presets import PRESETS, ModelLoadError
@@ -40,15 +41,16 @@ def _add_decoding_args(ap: argparse.ArgumentParser, gamma_list: bool = False) ->
     else:
         ap.add_argument("--gamma", type=int, default=4)
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--drafter", choices=DRAFTERS, default="model",
+    ap.add_argument("--drafter", choices=list(DRAFTERS), default=DEFAULT_DRAFTER,
                     help="who proposes: the pair's draft model, or prompt lookup (copies what followed an earlier "
                          "occurrence of the last n tokens; the draft model is not used)")
 
 
 def config_from(args) -> DecodeConfig:
-    return DecodeConfig.from_knobs(gamma=args.gamma, temperature=args.temperature, top_k=args.top_k,
+    config = DecodeConfig.from_knobs(gamma=args.gamma, temperature=args.temperature, top_k=args.top_k,
                                    top_p=args.top_p, kl_budget=args.kl_budget, max_new_tokens=args.max_new_tokens,
                                    seed=args.seed, drafts=getattr(args, "drafts", 1), drafter=args.drafter)
+    return check_drafter(config)
 
 
 def run_stats(decoder) -> dict:
@@ -121,7 +123,7 @@ def cmd_bench(args) -> int:
 
         torch.set_num_threads(args.threads)
 
-    if args.drafter == "lookup" and (args.drafts is not None or args.random_weights):
+    if args.drafter == PromptLookup.kind and (args.drafts is not None or args.random_weights):
         raise ValueError("bench --drafter lookup runs the lookup bench: leave out --drafts and --random-weights")
     if args.drafts is not None:
         result = run_drafts_bench(preset=args.preset, draft=args.draft, target=args.target, device=args.device,
@@ -133,7 +135,7 @@ def cmd_bench(args) -> int:
             for row in result["rows"]:
                 print("  ".join(f"{k} {v}" for k, v in row.items()))
         return 0
-    if args.drafter == "lookup":
+    if args.drafter == PromptLookup.kind:
         from .lookup_bench import run_lookup_bench
 
         result = run_lookup_bench(preset=args.preset, draft=args.draft, target=args.target, device=args.device,

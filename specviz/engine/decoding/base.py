@@ -17,10 +17,12 @@ from ...core import sampling
 from ...core.config import DecodeConfig
 from ...core.trace import Counters, EmittedToken, StepRecord
 from ..caches.cache import CachedModel
+from ..caches.memory import held_bytes
 from ..caches.static_cache import plan as static_plan
 from ..caches.static_cache import unsupported_reason
 from ..models.loading import ModelPair
 from ..models.policy import prompt_token_limit
+from .drafting import cache_kind
 
 __all__ = ["Decoder", "DecoderState", "DecodingFinished", "TargetOnlyDecoder", "check_prompt", "clean_text",
            "prepare_prompt", "sync_device"]
@@ -169,10 +171,9 @@ class Decoder:
     @property
     def cache_kinds(self) -> dict[str, str]:
         """How each model runs, 'cuda graphs', 'static' or 'dynamic': {'draft': ..., 'target': ...} (the
-        baseline: target only). A failed capture leaves one model eager while the other replays graphs."""
-        models = {"draft": getattr(self, "draft", None), "target": self.target}
-        return {role: ("dynamic" if m.static is None else "cuda graphs" if m.static.captured else "static")
-                for role, m in models.items() if m is not None}
+        baseline, or a drafter with no model: target only). A failed capture leaves one model eager while the
+        other replays graphs."""
+        return {"target": cache_kind(self.target)}
 
     @property
     def cache_kind(self) -> str:
@@ -193,6 +194,10 @@ class Decoder:
         sync_device(self.pair.device)
         return time.perf_counter() - t0
 
+    def held_bytes(self) -> int:
+        """Bytes this decoder's KV caches hold now (`memory.held_bytes`)."""
+        return held_bytes(self.target)
+
     def fork(self, seed: int):
         """This run from where it stands, on with another seed: the caches are copied, not recomputed
         (many seeded continuations of one prefix cost one prefill)."""
@@ -201,8 +206,6 @@ class Decoder:
         twin.counters = Counters(**vars(self.counters))
         twin.generator = torch.Generator(device=self.pair.device).manual_seed(seed)
         twin.target = self.target.fork()
-        if hasattr(self, "draft"):
-            twin.draft = self.draft.fork(twin.target)
         return twin
 
     def state(self) -> DecoderState:

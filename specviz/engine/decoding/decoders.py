@@ -11,13 +11,21 @@ Randomness comes only from the decoder's own `torch.Generator(seed)`.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 
 import torch
 
 from ...core import sampling
 from ...core.config import DecodeConfig
-from ...core.trace import Candidate, Correction, Counters, EmittedToken, PositionTrace, StepRecord, StepTrace
+from ...core.trace import (
+    Candidate,
+    Correction,
+    Counters,
+    DraftSource,
+    EmittedToken,
+    PositionTrace,
+    StepRecord,
+    StepTrace,
+)
 from ..models.loading import ModelPair
 from .base import (
     Decoder,
@@ -29,7 +37,8 @@ from .base import (
     prepare_prompt,
     sync_device,
 )
-from .feature_draft import cached_draft, reads_features
+from .drafters import drafter_class
+from .drafting import Drafted, Drafter, TokenContext
 
 __all__ = ["Decoder", "DecoderState", "DecodingFinished", "Drafted", "SpeculativeDecoder", "TargetOnlyDecoder",
            "check_prompt", "clean_text", "counted_drafts", "prepare_prompt", "sync_device"]
@@ -44,41 +53,49 @@ def counted_drafts(eos: int | None, result, gamma: int) -> dict:
     return {"n_accepted": kept, "n_examined": kept, "after_eos": gamma - kept}
 
 
-@dataclass
-class Drafted:
-    """One round's drafts: what the tree and lookup decoders build on too."""
-    tokens: list[int]            # [gamma]
-    probs: torch.Tensor          # [gamma, V] the warped draft distributions they were drawn from
-
-
 class SpeculativeDecoder(Decoder):
     """Speculative sampling (kl_budget = 0) or mentored decoding (kl_budget > 0), one round per step().
 
-    One chain drafted by the draft model. Several drafts at once (config.drafts > 1) are `tree_decoder.TreeDecoder`'s,
-    drafts copied by prompt lookup (config.drafter "lookup") `lookup_decoder.LookupDecoder`'s: `factory.make_decoder`
-    picks the one a config asks for, and this class refuses a config it would not honour."""
+    One chain, proposed by the decoder's drafter (`drafters`: the draft model, prompt lookup, ...). Several drafts at
+    once (config.drafts > 1) are `tree_decoder.TreeDecoder`'s: `factory.make_decoder` picks the decoder and the
+    drafter a config asks for, and this class refuses a config it would not honour."""
 
     def __init__(self, pair: ModelPair, prompt: str, config: DecodeConfig, *, resume: DecoderState | None = None,
-                 static_cache: bool | None = None):
-        if type(self) is SpeculativeDecoder and isinstance(config, DecodeConfig) and (
-                config.drafts > 1 or config.drafter == "lookup"):
-            raise ValueError("SpeculativeDecoder drafts one chain with the draft model; this config asks for "
-                             f"{'several drafts' if config.drafts > 1 else 'prompt lookup'}: build it with "
-                             "make_decoder(pair, prompt, config)")
+                 static_cache: bool | None = None, drafter: type[Drafter] | None = None):
+        if type(self) is SpeculativeDecoder and isinstance(config, DecodeConfig) and config.drafts > 1:
+            raise ValueError("SpeculativeDecoder drafts one chain; this config asks for several drafts: build it "
+                             "with make_decoder(pair, prompt, config)")
+        self.drafter_class = drafter or (drafter_class(config) if isinstance(config, DecodeConfig) else None)
         super().__init__(pair, prompt, config, resume=resume, static_cache=static_cache)
-        self.draft = cached_draft(pair.draft, pair.vocab_size, self.target, **self.cache_options)
-        self.prefill_s += self._prefill(self.draft)
-        # a plain draft's first call covers 1 token, or 2 after a bonus; a feature draft's covers the
-        # tokens accepted in the last round, recomputed from the target's features, and the pending one
-        gamma = self.config.gamma
-        self.capture_s += self.draft.capture(range(1, gamma + 2) if reads_features(pair.draft) else [1, 2])
-        self._note_graph_error("draft", self.draft)
+        self.drafter: Drafter = self.drafter_class(pair, config, self.target, self.cache_options, self.generator)
+        t0 = time.perf_counter()
+        self.drafter.prefill(self._context())
+        sync_device(pair.device)
+        self.prefill_s += time.perf_counter() - t0
+        self.capture_s += self.drafter.capture()
+        if error := self.drafter.graph_error():
+            self.graphs_off = "; ".join(filter(None, (self.graphs_off, f"draft: {error}")))
 
     def _target_sizes(self) -> list[int]:
-        return [self.config.gamma + 1]  # every verify: the pending token and gamma drafts
+        return self.drafter_class.verify_sizes(self.config.gamma)
 
     def _needs_target_features(self) -> bool:
-        return reads_features(self.pair.draft)
+        return self.drafter_class.reads_target_features(self.pair)
+
+    def _context(self) -> TokenContext:
+        return TokenContext(ids=self.tokens, n_prompt=self.n_prompt)
+
+    @property
+    def cache_kinds(self) -> dict[str, str]:
+        return {**self.drafter.cache_kinds(), **super().cache_kinds}
+
+    def held_bytes(self) -> int:
+        return super().held_bytes() + self.drafter.held_bytes()
+
+    def fork(self, seed: int):
+        twin = super().fork(seed)
+        twin.drafter = self.drafter.fork(twin.target, twin.generator)
+        return twin
 
     @property
     def steps(self) -> int:
@@ -94,58 +111,52 @@ class SpeculativeDecoder(Decoder):
         t2 = time.perf_counter()
         result, kept = self._correct(target_probs, drafted)   # 3. correct
         t3 = time.perf_counter()
-        record = StepRecord(gamma=len(drafted.tokens), n_emitted=len(kept), draft_s=t1 - t0, target_s=t2 - t1,
-                            step_s=t3 - t0, **counted_drafts(self.eos, result, len(drafted.tokens)))
+        record = StepRecord(gamma=drafted.gamma, n_emitted=len(kept), draft_s=t1 - t0, target_s=t2 - t1,
+                            step_s=t3 - t0, **counted_drafts(self.eos, result, drafted.gamma))
         self.records.append(record)
         self.counters.compute_s += record.step_s
         if not self.config.record:
             return None
         return self._trace(target_probs, drafted, result, kept, record)
 
-    def _draft_warp(self, logits: torch.Tensor) -> torch.Tensor:
-        """The draft's sampling law: the run's warping, as for the target (tests override it to
-        plant a defect, such as a draft run at another temperature)."""
-        return self.config.warp(logits)
-
     def _draft(self) -> Drafted:
-        """1. draft: gamma tokens, one cached forward each, sampled from the warped draft."""
-        tokens, rows = [], []
-        pending = self.tokens[self.draft.seen:]  # 1 token, or 2 after a bonus the draft never saw
-        for _ in range(self.config.gamma):
-            probs = self._draft_warp(self.draft.forward(pending, keep=1)[-1])  # [V]
-            token = sampling.sample(probs, self.generator)
-            tokens.append(token)
-            rows.append(probs)
-            pending = [token]
+        """1. draft: the drafter's proposal (config.gamma tokens, or fewer where a lookup found fewer)."""
+        drafted = self.drafter.propose(self._context(), self.config.gamma)
         sync_device(self.pair.device)
-        self.counters.draft_calls += self.config.gamma
-        return Drafted(tokens=tokens, probs=torch.stack(rows))  # [gamma, V]
+        self.counters.draft_calls += drafted.forwards
+        return drafted
 
     def _verify(self, drafted: Drafted) -> torch.Tensor:
-        """2. verify: one target forward over the pending token and the gamma drafts."""
-        gamma = len(drafted.tokens)  # config.gamma, or fewer where a lookup found fewer
-        logits = self.target.forward(self.tokens[self.target.seen:] + drafted.tokens, keep=gamma + 1)  # [gamma+1, V]
+        """2. verify: one target forward over the pending token and the drafts."""
+        gamma = drafted.gamma
+        logits = self.target.forward(self.tokens[self.target.seen:] + drafted.ids, keep=gamma + 1)  # [gamma+1, V]
         target_probs = self.config.warp(logits)  # [gamma+1, V]
         sync_device(self.pair.device)
         self.counters.target_calls += 1
         return target_probs
 
     def _correct(self, target_probs: torch.Tensor, drafted: Drafted) -> tuple[sampling.Verification, list[int]]:
-        """3. correct: accept a prefix, resample or add the bonus token, crop both caches back."""
-        result = sampling.verify(target_probs, drafted.probs, torch.tensor(drafted.tokens, device=drafted.probs.device),
-                                 kl_budget=self.config.kl_budget, generator=self.generator)
+        """3. correct: accept a prefix, resample or add the bonus token, crop both caches back. With nothing
+        proposed, one token from p (as in target-only decoding)."""
+        if drafted.gamma:
+            result = sampling.verify(target_probs, drafted.q(target_probs), drafted.tokens,
+                                     kl_budget=self.config.kl_budget, generator=self.generator)
+        else:
+            final = target_probs[0]  # [V]
+            none = final.new_zeros(0)  # [0]: nothing was examined
+            result = sampling.Verification(n_accepted=0, tokens=[sampling.sample(final, self.generator)],
+                                           uniforms=none, drafted_accept_probs=none, final_probs=final)
+            sync_device(self.pair.device)
         return result, self._settle(result)
 
     def _settle(self, result: sampling.Verification) -> list[int]:
         """Crop the caches to the accepted prefix, count the verdicts, append the new tokens (what was kept)."""
-        self._crop_caches(len(self.tokens) + result.n_accepted)  # the new last token is pending
+        keep = len(self.tokens) + result.n_accepted  # the new last token is pending
+        self.target.crop_to(keep)
+        self.drafter.crop(keep)
         self.counters.examined += result.n_examined
         self.counters.accepted += result.n_accepted
         return self._accept_new(result.tokens)
-
-    def _crop_caches(self, keep: int) -> None:
-        self.target.crop_to(keep)
-        self.draft.crop_to(keep)
 
     # ------------------------------------------------------------------ trace
 
@@ -170,9 +181,9 @@ class SpeculativeDecoder(Decoder):
 
     def _trace(self, target_probs, drafted: Drafted, result: sampling.Verification, kept: list[int],
                record: StepRecord) -> StepTrace:
-        gamma, n_accepted, token_text, step = len(drafted.tokens), result.n_accepted, self.pair.token_text, self.steps
-        target, draft = target_probs[:gamma], drafted.probs  # [gamma, V]
-        tokens = torch.tensor(drafted.tokens, device=target.device)  # [gamma]
+        gamma, n_accepted, token_text, step = drafted.gamma, result.n_accepted, self.pair.token_text, self.steps
+        target, draft = target_probs[:gamma], drafted.q(target_probs)  # [gamma, V]
+        tokens = drafted.tokens.to(target.device)  # [gamma]
         kl_spent = (result.drafted_kl.to(target.dtype) if result.drafted_kl is not None
                     else torch.zeros_like(tokens, dtype=target.dtype))
         per_position = {  # one row of gamma numbers each, moved to the host in one go
@@ -185,10 +196,10 @@ class SpeculativeDecoder(Decoder):
         # positions after the first rejection were never examined: show the chance they would have had
         uniforms, accept_chances = result.uniforms.tolist(), result.drafted_accept_probs.tolist()
         positions = []
-        candidates = self._candidates([target, draft], drafted.tokens)
+        candidates = self._candidates([target, draft], drafted.ids)
         for i, (ids, (target_values, draft_values), (target_other, draft_other)) in enumerate(candidates):
             positions.append(PositionTrace(
-                index=i, draft_token=drafted.tokens[i], draft_text=token_text(drafted.tokens[i]),
+                index=i, draft_token=drafted.ids[i], draft_text=token_text(drafted.ids[i]),
                 accept_prob=accept_chances[i], uniform=uniforms[i] if i < len(uniforms) else None,
                 verdict="accepted" if i < n_accepted else "rejected" if i == n_accepted else "unexamined",
                 candidates=[Candidate(id=x, text=token_text(x), target_prob=a, draft_prob=b)
@@ -200,14 +211,15 @@ class SpeculativeDecoder(Decoder):
                          target_ms=record.target_s * 1e3, verify_ms=(record.step_s - record.draft_s - record.target_s) * 1e3,
                          counters=Counters(**vars(self.counters)), record=record, temperature=self.config.temperature,
                          finished=self.finished, notice=self.notice if step == 1 else "",
-                         rejected=self._rejected(drafted, result), draft_reads_target=reads_features(self.pair.draft))
+                         rejected=self._rejected(drafted, result),
+                         source=DraftSource(kind=self.drafter.kind, details=self.drafter.source(drafted)))
 
     def _correction_trace(self, target_probs, drafted: Drafted, result: sampling.Verification) -> Correction:
         """3. correct, as shown: the token added after the accepted drafts and the law it came from."""
-        gamma, n_accepted, token_text = len(drafted.tokens), result.n_accepted, self.pair.token_text
+        gamma, n_accepted, token_text = drafted.gamma, result.n_accepted, self.pair.token_text
         last, kind = result.tokens[-1], "bonus" if result.bonus else "resampled"
         target_row = target_probs[n_accepted]  # [V]
-        draft_row = drafted.probs[n_accepted] if n_accepted < gamma else torch.zeros_like(target_row)
+        draft_row = drafted.q(target_probs)[n_accepted] if n_accepted < gamma else torch.zeros_like(target_row)
         residual = sampling.residual_distribution(target_row, draft_row) if n_accepted < gamma else target_row
         [(ids, (final_values, target_values, draft_values, residual_values), (final_other, *_))] = self._candidates(
             [result.final_probs[None], target_row[None], draft_row[None], residual[None]], [last])
@@ -222,7 +234,7 @@ class SpeculativeDecoder(Decoder):
                 for i, x in enumerate(kept)]
 
     def _rejected(self, drafted: Drafted, result: sampling.Verification) -> list[EmittedToken]:
-        if result.n_accepted >= len(drafted.tokens):
+        if result.n_accepted >= drafted.gamma:
             return []
-        token = drafted.tokens[result.n_accepted]
+        token = drafted.ids[result.n_accepted]
         return [EmittedToken(id=token, text=self.pair.token_text(token), kind="rejected", step=self.steps)]

@@ -25,7 +25,9 @@ import torch
 
 from ...core import sampling, tree
 from ...core.trace import Candidate, EmittedToken, StepRecord, StepTrace, TreeNode, TreeTrace, TreeTry
-from .decoders import Drafted, SpeculativeDecoder, counted_drafts, sync_device
+from .decoders import SpeculativeDecoder, counted_drafts, sync_device
+from .drafting import Drafted
+from .model_draft import node_representatives
 
 RESIDUAL_TOP = 5  # tokens shown per residual after a rejected sibling
 
@@ -36,14 +38,9 @@ class _Chains:
     probs: torch.Tensor          # [k, gamma, V] the (node-shared) draft distributions they were drawn from
 
 
-def node_representatives(chains: list[list[int]], depth: int) -> list[int]:
-    """For each chain, the first chain with the same first `depth` tokens (the tree node it sits at)."""
-    first: dict[tuple, int] = {}
-    return [first.setdefault(tuple(c[:depth]), i) for i, c in enumerate(chains)]
-
-
 class TreeDecoder(SpeculativeDecoder):
-    """Exact multi-draft speculative sampling: `config.drafts` chains per step (kl_budget must be 0)."""
+    """Exact multi-draft speculative sampling: `config.drafts` chains per step (kl_budget must be 0), proposed by a
+    drafter that drafts several chains at once (`propose_chains`: the draft model)."""
 
     static_ok = False  # k chains are k rows of one cache: the dynamic cache expands and selects rows
 
@@ -68,21 +65,11 @@ class TreeDecoder(SpeculativeDecoder):
 
     def _draft_chains(self) -> _Chains:
         """1. draft: k chains, one batched forward per depth; chains at one node share its distribution."""
-        k, gamma = self.config.drafts, self.config.gamma
-        pending = self.tokens[self.draft.seen:]  # 1 token, or 2 after a bonus the draft never saw
-        self.draft.expand(k)
-        chains, rows = [[] for _ in range(k)], []
-        inputs = [pending] * k
-        for depth in range(gamma):
-            probs = self.config.warp(self.draft.forward_rows(inputs, keep=1)[:, -1])  # [k, V]
-            probs = probs[node_representatives(chains, depth)]                         # [k, V]
-            for i in range(k):
-                chains[i].append(sampling.sample(probs[i], self.generator))
-            rows.append(probs)
-            inputs = [[c[-1]] for c in chains]
+        gamma = self.config.gamma
+        tokens, probs = self.drafter.propose_chains(self._context(), self.config.drafts, gamma)
         sync_device(self.pair.device)
         self.counters.draft_calls += gamma
-        return _Chains(tokens=chains, probs=torch.stack(rows, 1))  # [k, gamma, V]
+        return _Chains(tokens=tokens, probs=probs)  # [k][gamma], [k, gamma, V]
 
     def _verify_chains(self, chains: _Chains) -> torch.Tensor:
         """2. verify: one target forward over k rows of (pending + chain), gamma + 1 positions kept each."""
@@ -102,9 +89,10 @@ class TreeDecoder(SpeculativeDecoder):
         result = tree.verify_tree(target_probs, chains.probs, torch.tensor(chains.tokens, device=chains.probs.device),
                                   generator=self.generator)
         keep = len(self.tokens) + result.n_accepted
-        for model in (self.target, self.draft):
-            model.keep_row(result.path_chain)
-            model.crop_to(keep)
+        self.target.keep_row(result.path_chain)
+        self.target.crop_to(keep)
+        self.drafter.keep_row(result.path_chain)
+        self.drafter.crop(keep)
         self.counters.examined += result.n_examined
         self.counters.accepted += result.n_accepted
         return result, self._accept_new(result.tokens)
@@ -124,8 +112,10 @@ class TreeDecoder(SpeculativeDecoder):
             n_accepted=result.n_accepted, tokens=result.tokens,
             uniforms=torch.tensor([t.uniform for t in path_tries], dtype=torch.float64),
             drafted_accept_probs=torch.tensor(chances, dtype=torch.float64), final_probs=result.final_probs)
-        trace = self._trace(target_probs[path], Drafted(tokens=chains.tokens[path], probs=chains.probs[path]),
-                            as_chain, kept, record)
+        path_ids = chains.tokens[path]
+        drafted = Drafted(tokens=torch.tensor(path_ids, device=chains.probs.device), probs=chains.probs[path],
+                          ids=path_ids, forwards=gamma)
+        trace = self._trace(target_probs[path], drafted, as_chain, kept, record)
         # the correction was drawn from the residual after every rejection at its depth, not after one
         trace.correction.residual_probs = [c.final_prob for c in trace.correction.candidates]
         # the timeline shows the candidates rejected where the round stopped (siblings rejected before an

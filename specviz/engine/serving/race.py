@@ -88,9 +88,8 @@ def _speculative_lane(pair: ModelPair, prompt: str, config) -> Lane:
         kinds += new
         times += [ready] * len(new)
     texts = [pair.token_text(x) for x in decoder.generated_ids]
-    drafted_by_model = config.drafter != "lookup"  # prompt lookup copies its drafts: no draft forward
     return Lane(SPECULATIVE, tuple(texts), tuple(kinds), tuple(times), decoder.counters.target_calls,
-                decoder.counters.draft_calls if drafted_by_model else 0)
+                decoder.counters.draft_calls)  # draft forwards (a drafter with no model, prompt lookup, runs none)
 
 
 RACE_GPU_SECONDS = 60  # what one race asks ZeroGPU for: both sides to the end (at most 200 tokens each on the page)
