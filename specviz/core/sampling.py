@@ -8,56 +8,32 @@ arXiv:2211.17192) and `draft_probs` (the small model, q there). Tran-Thien's "Me
 (2023) swaps the letters (p = draft, q = target); Masada's lecture slides "Speculative Decoding"
 write theta = draft, phi = target. The equations cited below are translated.
 
-Over 300 lines on purpose: `verify` and the two rules it applies (exact, and mentored decoding's
-plan) share their validation and are proven together in tests/core; splitting them would scatter
-one algorithm across files.
+The pieces live beside this module and are re-exported here, so `sampling.X` stays the one name to use:
+`probability` (validation, divergences, accept chance, residual) and `mentored` (mentored decoding's plan).
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
-from typing import NamedTuple
 
-import numpy as np
 import torch
 
-SUM_TOLERANCE = 1e-4        # how far a row of probabilities may sum from 1
-TINY_RATIO = 1e-300         # the smallest target/draft ratio the bisection takes a log of
-BISECTION_TOLERANCE = 1e-13  # stop bisecting log(lower threshold) when the bracket is this narrow
-BISECTION_STEPS = 60         # ... or after this many halvings (2^-60 of the bracket)
-
-
-# ----------------------------------------------------------------------------- validation
-
-
-def check_probs(name: str, probs: torch.Tensor) -> None:
-    """Raise ValueError unless `probs` holds finite, non-negative rows that sum to 1."""
-    _check_shape(name, probs)
-    _check_stats(name, *_prob_stats(probs).tolist())  # one read from the device
-
-
-def _check_shape(name: str, probs: torch.Tensor) -> None:
-    if not isinstance(probs, torch.Tensor):
-        raise ValueError(f"{name} must be a torch.Tensor, got {type(probs).__name__}")
-    if probs.dim() == 0 or probs.shape[-1] == 0 or probs.numel() == 0:
-        raise ValueError(f"{name} must be non-empty with a vocabulary dimension, got shape {tuple(probs.shape)}")
-
-
-def _prob_stats(probs: torch.Tensor) -> torch.Tensor:
-    """[smallest entry, smallest row sum, largest row sum] in float64, left on the device so that callers
-    can read several tensors' stats at once. A NaN or inf shows up in all three."""
-    sums = probs.sum(-1, dtype=torch.float64).reshape(-1)
-    return torch.stack([probs.min().double(), sums.min(), sums.max()])
-
-
-def _check_stats(name: str, smallest: float, lowest_sum: float, highest_sum: float) -> None:
-    if not all(map(math.isfinite, (smallest, lowest_sum, highest_sum))):
-        raise ValueError(f"{name} contains NaN or infinite entries")
-    if smallest < 0:
-        raise ValueError(f"{name} has negative entries (min {smallest:.3g})")
-    worst = max(abs(lowest_sum - 1), abs(highest_sum - 1))
-    if worst > SUM_TOLERANCE:
-        raise ValueError(f"{name} rows must sum to 1 (off by {worst:.3g}, tolerance {SUM_TOLERANCE})")
+from .mentored import MentoredPlan, mentored_plan  # noqa: F401  (re-exported: sampling is the public face)
+from .probability import (  # noqa: F401  (re-exported)
+    SUM_TOLERANCE,
+    _check_budget,
+    _check_pair,
+    _check_shape,
+    _check_stats,
+    _prob_stats,
+    accept_probability,
+    acceptance_rate,
+    check_probs,
+    entropy,
+    kl_divergence,
+    residual_distribution,
+    safe_divide,
+    tv_distance,
+)
 
 
 def sample(probs: torch.Tensor, generator: torch.Generator | None = None) -> int:
@@ -73,223 +49,6 @@ def sample(probs: torch.Tensor, generator: torch.Generator | None = None) -> int
     if positive.numel() == 0:  # NaN logits land here (every comparison with NaN is false)
         raise ValueError("cannot sample: the distribution contains NaN or infinite entries, or no mass")
     return int(positive[-1])
-
-
-def safe_divide(numerator: torch.Tensor, denominator: torch.Tensor, fallback: torch.Tensor) -> torch.Tensor:
-    """numerator / denominator where denominator > 0, else fallback: never a 0/0 or x/0."""
-    positive = denominator > 0
-    return torch.where(positive, numerator / torch.where(positive, denominator, torch.ones_like(denominator)), fallback)
-
-
-def _check_pair(target_probs: torch.Tensor, draft_probs: torch.Tensor) -> None:
-    check_probs("target_probs", target_probs)
-    check_probs("draft_probs", draft_probs)
-    if target_probs.shape != draft_probs.shape:
-        raise ValueError(f"target_probs {tuple(target_probs.shape)} and draft_probs "
-                         f"{tuple(draft_probs.shape)} must have the same shape")
-
-
-def _check_budget(kl_budget: float) -> float:
-    kl_budget = float(kl_budget)
-    if not kl_budget >= 0 or kl_budget == float("inf"):
-        raise ValueError(f"kl_budget must be a finite number >= 0, got {kl_budget}")
-    return kl_budget
-
-
-# ----------------------------------------------------------------------------- divergences
-
-
-def acceptance_rate(target_probs: torch.Tensor, draft_probs: torch.Tensor) -> torch.Tensor:
-    """sum_x min(p, q) = 1 - TV(p, q): the chance a drafted token is accepted at this position
-    (Leviathan et al., Lemma 3.3: beta = 1 - D_LV(p, q); its expectation over positions is Leviathan's acceptance rate alpha)."""
-    return torch.minimum(target_probs, draft_probs).sum(-1)
-
-
-def tv_distance(target_probs: torch.Tensor, draft_probs: torch.Tensor) -> torch.Tensor:
-    """Total variation distance 1/2 sum_x |p - q|."""
-    return 0.5 * (target_probs - draft_probs).abs().sum(-1)
-
-
-def kl_divergence(probs: torch.Tensor, other: torch.Tensor) -> torch.Tensor:
-    """KL(probs || other) = sum_x probs ln(probs / other), with 0 ln 0 = 0 and +inf where other = 0 < probs."""
-    ratio = torch.where(probs > 0, probs / other, torch.ones_like(probs))  # x/0 = inf is the right KL here
-    return torch.where(probs > 0, probs * torch.log(ratio), torch.zeros_like(probs)).sum(-1)
-
-
-def entropy(probs: torch.Tensor) -> torch.Tensor:
-    """Shannon entropy -sum_x p ln p in nats, with 0 ln 0 = 0."""
-    return -torch.where(probs > 0, probs * torch.log(probs), torch.zeros_like(probs)).sum(-1)
-
-
-# ----------------------------------------------------------------------------- lossless pieces
-
-
-def accept_probability(target_probs: torch.Tensor, draft_probs: torch.Tensor,
-                       tokens: torch.Tensor) -> torch.Tensor:
-    """min(1, p(x) / q(x)) for each row's drafted token x (Leviathan et al., Algorithm 1; Masada's slides, eq. 4)."""
-    p = target_probs.gather(-1, tokens.unsqueeze(-1)).squeeze(-1)
-    q = draft_probs.gather(-1, tokens.unsqueeze(-1)).squeeze(-1)
-    return torch.clamp(p / q, max=1.0)
-
-
-def residual_distribution(target_probs: torch.Tensor, draft_probs: torch.Tensor) -> torch.Tensor:
-    """norm(max(0, p - q)) per row (Leviathan et al., Algorithm 1; Masada's slides, eq. 1).
-
-    Where p == q there is no residual mass, a rejection cannot happen, and the row is returned as
-    `target_probs` rather than 0/0.
-    """
-    residual = torch.clamp(target_probs - draft_probs, min=0)
-    return safe_divide(residual, residual.sum(-1, keepdim=True), target_probs)
-
-
-# ----------------------------------------------------------------------------- mentored decoding
-
-
-@dataclass(frozen=True)
-class MentoredPlan:
-    """Optimal acceptance/resampling rule for one position (Tran-Thien, "Mentored decoding", summary of Section 4).
-
-    For a [V] input the scalars are floats; for an [N, V] input they are tensors of shape [N].
-    The thresholds are Tran-Thien's alpha and beta on the ratio target/draft; they get names of
-    their own here because alpha is also Leviathan's acceptance rate on the same screen.
-    """
-    accept_probs: torch.Tensor    # Tran-Thien's r_i: the chance of accepting draft token i
-    resample_probs: torch.Tensor  # Tran-Thien's s_i: the distribution drawn from after a rejection
-    output_probs: torch.Tensor    # Tran-Thien's pi_i = draft_i r_i + s_i (1 - sum_j draft_j r_j)
-    acceptance_rate: float | torch.Tensor  # sum_i draft_i r_i
-    kl: float | torch.Tensor               # KL(target || pi)
-    lower_threshold: float | torch.Tensor  # Tran-Thien's alpha <= 1: ratios below it are thinned
-    upper_threshold: float | torch.Tensor  # Tran-Thien's beta >= 1: ratios above it get resample mass
-
-
-class _SortedPrefix(NamedTuple):
-    """One row's tokens sorted by ratio = target / draft, with the prefix sums that make every
-    threshold query O(log V). Index k of a `*_below` array sums the k smallest ratios."""
-    ratio: np.ndarray        # [V] ascending; +inf where the draft gives 0
-    target_below: np.ndarray  # [V+1] sum of target over the k smallest ratios
-    draft_below: np.ndarray   # [V+1] sum of draft over them
-    tlog_below: np.ndarray    # [V+1] sum of target * ln(ratio) over them (KL's middle band)
-    neg_f: np.ndarray         # [V] -f(j), f(j) = target-tail(j) / ratio_j - draft-tail(j), made monotone
-    smallest: float           # the smallest positive ratio
-
-
-def _sorted_prefixes(t: torch.Tensor, d: torch.Tensor) -> list[_SortedPrefix]:
-    """Per row of t, d [N, V] (float64): the sorted ratios and their prefix sums."""
-    n_rows = t.shape[0]
-    # Tokens neither model can emit never matter; give them ratio +inf so they sort last.
-    ratio = safe_divide(t, d, torch.full_like(t, float("inf")))
-    ratio, order = ratio.sort(-1)                                            # [N, V] ascending
-    ts, ds = t.gather(-1, order), d.gather(-1, order)
-    zero = torch.zeros(n_rows, 1, dtype=t.dtype, device=t.device)
-    t_below = torch.cat([zero, ts.cumsum(-1)], -1)                           # [N, V+1]
-    d_below = torch.cat([zero, ds.cumsum(-1)], -1)                           # [N, V+1]
-    finite = torch.isfinite(ratio) & (ts > 0)
-    tlog = torch.where(finite, ts * torch.log(torch.where(finite, ratio, torch.ones_like(ratio))), torch.zeros_like(ts))
-    tlog_below = torch.cat([zero, tlog.cumsum(-1)], -1)                      # [N, V+1]
-    # f(j): eq. 28's right-hand side at beta = ratio_j, falling in j
-    t_tail, d_tail = t_below[:, -1:] - t_below[:, :-1], d_below[:, -1:] - d_below[:, :-1]
-    f = torch.where(torch.isfinite(ratio) & (ratio > 0), t_tail / ratio.clamp_min(TINY_RATIO) - d_tail,
-                    torch.where(ratio > 0, -d_tail, torch.full_like(ratio, float("inf"))))
-    neg_f = (-f).cummax(-1).values  # guard monotonicity against rounding, for searchsorted
-    smallest = torch.where(ratio > 0, ratio, torch.full_like(ratio, float("inf"))).min(-1).values
-    # The bisection touches O(log V) numbers per step: plain floats and numpy beat torch's per-op cost.
-    arrays = [x.cpu().numpy() for x in (ratio, t_below, d_below, tlog_below, neg_f)]
-    return [_SortedPrefix(*(a[row] for a in arrays), smallest=float(smallest[row])) for row in range(n_rows)]
-
-
-def mentored_plan(target_probs: torch.Tensor, draft_probs: torch.Tensor, kl_budget: float) -> MentoredPlan:
-    """Maximise the acceptance rate subject to KL(target || output) <= kl_budget (Tran-Thien, "Mentored decoding", 2023).
-
-    Tran-Thien writes p = draft, q = target; here t = target, d = draft, ratio = t / d. With tokens
-    ordered by ratio, the optimum is fixed by a lower threshold L <= 1 and an upper one U >= 1
-    (Tran-Thien's alpha and beta):
-        ratio <= L:        accept chance ratio / L, no resample mass,        t / pi = L
-        L < ratio < U:     accept chance 1,         no resample mass,        t / pi = ratio
-        ratio >= U:        accept chance 1,         s = (t/U - d) / (1 - R), t / pi = U
-    with the rejected mass 1 - R = sum relu(d - t/L) (eq. 24) = sum relu(t/U - d) (eqs. 27-28).
-    KL falls as L rises, so L is found by bisection (Tran-Thien, Algorithm 1); each bisection step
-    costs O(log V) through prefix sums over the sorted ratios, so the whole plan is one sort plus
-    a few vectorised passes, whatever the vocabulary size.
-
-    Tran-Thien assumes the target gives every token some mass. Where it gives exactly 0 (after
-    top-k / top-p / temperature-0 warping) the plan keeps the accept chance at 0 for that token,
-    so mentored decoding, like exact decoding, never emits a token the warped target rules out.
-    """
-    _check_pair(target_probs, draft_probs)
-    kl_budget = _check_budget(kl_budget)
-    single = target_probs.dim() == 1
-    t = target_probs.reshape(-1, target_probs.shape[-1]).double()  # [N, V]
-    d = draft_probs.reshape(-1, draft_probs.shape[-1]).double()    # [N, V]
-    # float32 rows may sum to 1 +- 1e-7; unnormalised, a row whose residual is that rounding error
-    # would get an output that misses it, and a KL of inf where the true one is 0
-    t, d = t / t.sum(-1, keepdim=True), d / d.sum(-1, keepdim=True)
-
-    # A token the target rules out (t = 0 < d, e.g. cut by top-k) has ratio 0 and accept chance 0
-    # for every L > 0: the plan never emits a token outside the target's support, the constraint
-    # under which it is optimal. Rows that draft no such token may accept everything within budget.
-    forbidden = ((t == 0) & (d > 0)).any(-1, keepdim=True)                    # [N, 1]
-    accept_all = (kl_divergence(t, d).unsqueeze(-1) <= kl_budget) & ~forbidden  # [N, 1]
-    rows = _sorted_prefixes(t, d)
-    solve = (~accept_all.squeeze(-1)).tolist() if kl_budget > 0 else [False] * len(rows)
-    lower = [_solve_lower_threshold(row, kl_budget) if go else 1.0 for row, go in zip(rows, solve)]
-    upper = [_thresholds(low, row)[1] for low, row in zip(lower, rows)]
-    lower_t = torch.tensor(lower, dtype=t.dtype, device=t.device).unsqueeze(-1)  # [N, 1]
-    upper_t = torch.tensor(upper, dtype=t.dtype, device=t.device).unsqueeze(-1)  # [N, 1]
-
-    # Materialise the accept chances, s and pi in vocabulary order (eqs. 23 and 26).
-    accept = safe_divide(t, lower_t * d, torch.ones_like(d)).clamp(max=1.0)
-    accept = torch.where(accept_all, torch.ones_like(accept), accept)
-    resample = (residual_distribution(t, d) if kl_budget == 0 else
-                _normalise_or(torch.clamp(t / upper_t - d, min=0), t))
-    first_ratio = safe_divide(t, d, torch.full_like(t, float("inf"))).min(-1, keepdim=True).values
-    lower_t = torch.where(accept_all, first_ratio.clamp(max=1.0), lower_t)
-    acc = (d * accept).sum(-1, keepdim=True)
-    pi = d * accept + resample * (1 - acc).clamp_min(0)  # rows may sum to 1 + 1e-7: no negative mass
-    kl = kl_divergence(t, pi)
-
-    def shape(x):
-        return x.reshape(target_probs.shape).to(target_probs.dtype)
-
-    def scalar(x):
-        x = x.reshape(-1)
-        return x.item() if single else x
-
-    return MentoredPlan(accept_probs=shape(accept), resample_probs=shape(resample), output_probs=shape(pi),
-                        acceptance_rate=scalar(acc), kl=scalar(kl), lower_threshold=scalar(lower_t),
-                        upper_threshold=scalar(upper_t))
-
-
-def _thresholds(lower: float, row: _SortedPrefix) -> tuple[float, float, float]:
-    """(rejected mass 1 - R, upper threshold, KL) for one row at a given lower threshold: O(log V)."""
-    size = len(row.ratio)
-    k = int(np.searchsorted(row.ratio, lower, side="right"))                     # #{ratio <= L}
-    reject = max(row.draft_below[k] - row.target_below[k] / lower, 0.0)         # eq. 24
-    n = max(min(int(np.searchsorted(row.neg_f, -reject, side="left")), size - 1), k)  # first j: f(j) <= 1 - R
-    t_top = row.target_below[-1] - row.target_below[n]
-    d_top = row.draft_below[-1] - row.draft_below[n]
-    upper = max(t_top / (reject + d_top), 1.0) if reject + d_top > 0 else 1.0   # eq. 27
-    kl = math.log(lower) * row.target_below[k] + (row.tlog_below[n] - row.tlog_below[k]) + math.log(upper) * t_top
-    return reject, upper, kl
-
-
-def _solve_lower_threshold(row: _SortedPrefix, kl_budget: float) -> float:
-    """The smallest L in [smallest ratio, 1] whose KL is within budget (Tran-Thien, Algorithm 1).
-
-    KL falls as L rises (0 at L = 1), so bisect on log(L), keeping `hi` feasible."""
-    lo, hi = math.log(min(max(row.smallest, TINY_RATIO), 1.0)), 0.0
-    for _ in range(BISECTION_STEPS):
-        mid = 0.5 * (lo + hi)
-        if _thresholds(math.exp(mid), row)[2] <= kl_budget:
-            hi = mid
-        else:
-            lo = mid
-        if hi - lo < BISECTION_TOLERANCE:
-            break
-    return math.exp(hi)
-
-
-def _normalise_or(mass: torch.Tensor, fallback: torch.Tensor) -> torch.Tensor:
-    return safe_divide(mass, mass.sum(-1, keepdim=True), fallback)
 
 
 # ----------------------------------------------------------------------------- one verification
@@ -359,26 +118,142 @@ def verify(target_probs: torch.Tensor, draft_probs: torch.Tensor, draft_tokens: 
         raise ValueError(f"draft token {int(draft_tokens[pos])} at position {pos} has zero draft "
                          f"probability: it cannot have been sampled from draft_probs")
 
-    # 2. verify: accept draft token i when u_i < its accept chance (min(1, p/q) when exact)
-    plan = None
-    if kl_budget > 0:
-        plan = mentored_plan(target_probs[:gamma], draft_probs, kl_budget)
-        accept = plan.accept_probs.gather(-1, draft_tokens.unsqueeze(-1)).squeeze(-1)  # [gamma]
-    else:
-        accept = accept_probability(target_probs[:gamma], draft_probs, draft_tokens)  # [gamma]
-    uniforms = torch.rand(gamma, generator=generator, device=draft_probs.device, dtype=accept.dtype)
-    # the first rejection, found on the host from one read of 2 gamma numbers (fewer tensor operations
-    # than a cumulative sum on the device); strict: a token with accept probability 0 is never kept
-    drawn, chances = torch.stack([uniforms, accept]).tolist()
-    n = next((i for i, (u, chance) in enumerate(zip(drawn, chances)) if not u < chance), gamma)
+    # 2. verify and 3. correct, vectorised over the gamma positions; the uniforms drawn in the order this
+    # function always drew them (gamma in the accept chances' dtype, then one float64 for the last token),
+    # so a seeded call gives the tokens it gave before the round moved to the device
+    plan = mentored_plan(target_probs[:gamma], draft_probs, kl_budget) if kl_budget > 0 else None
+    accept_dtype = target_probs.dtype if plan is not None else torch.promote_types(target_probs.dtype,
+                                                                                   draft_probs.dtype)
+    device = draft_probs.device
+    uniforms = torch.cat([torch.rand(gamma, generator=generator, device=device, dtype=accept_dtype).double(),
+                          torch.rand((1,), generator=generator, device=device, dtype=torch.float64)])
+    result = verify_round(target_probs, draft_probs, draft_tokens, uniforms, kl_budget=kl_budget, plan=plan)
+    read = pack(n_accepted=result.n_accepted, tokens=result.tokens).read()  # one read back to the host
+    n = read["n_accepted"]
+    if read["tokens"][n] == NO_TOKEN:  # NaN logits land here (every comparison with NaN is false)
+        raise ValueError("cannot sample: the distribution contains NaN or infinite entries, or no mass")
     examined = min(n + 1, gamma)
+    return Verification(n_accepted=n, tokens=read["tokens"][: n + 1],
+                        uniforms=uniforms[:examined].to(accept_dtype), drafted_accept_probs=result.accept_probs,
+                        final_probs=result.final_probs, drafted_kl=result.drafted_kl)
 
-    # 3. correct: resample at the first rejection, or draw the bonus token from the target
-    if n < gamma:
-        final = plan.resample_probs[n] if plan is not None else residual_distribution(target_probs[n], draft_probs[n])
+
+# ----------------------------------------------------------------------------- the round on the device
+# Everything below returns tensors and reads nothing back to the host (on a GPU each read is a
+# synchronisation), except mentored decoding's plan, whose bisection runs on the host.
+
+NO_TOKEN = -1  # the padding of a round's emitted tokens, and what a row without mass samples
+
+
+def round_uniforms(gamma: int, generator: torch.Generator | None, device: torch.device | str) -> torch.Tensor:
+    """[gamma+1] float64 uniforms for one round in one call: u_0..u_{gamma-1} against the accept chances,
+    u_gamma for the last (resampled or bonus) token. Drawing them at once changes which numbers a seed
+    gives each decision compared with drawing them one by one, so seeded runs differ from such code."""
+    return torch.rand(gamma + 1, generator=generator, device=device, dtype=torch.float64)
+
+
+def sample_from_uniforms(probs: torch.Tensor, uniforms: torch.Tensor) -> torch.Tensor:
+    """Tokens from [..., V] distributions by inverse CDF at the given [...] uniforms: a LongTensor [...],
+    the first i with cdf[i] > u * total (right-continuous, so a token of probability 0 is never chosen:
+    its cdf equals its predecessor's). u * total can round up to the total itself; then the last token
+    of positive probability, chosen on the device. A row without mass (NaN, all zeros) gives NO_TOKEN."""
+    cdf = probs.cumsum(-1, dtype=torch.float64)                                   # [..., V]
+    threshold = (uniforms.to(torch.float64) * cdf[..., -1]).unsqueeze(-1)         # [..., 1]
+    index = torch.searchsorted(cdf, threshold, right=True).squeeze(-1)            # [...]
+    positions = torch.arange(probs.shape[-1], device=probs.device)
+    last_positive = torch.where(probs > 0, positions, NO_TOKEN).amax(-1)           # [...]
+    return torch.where(index < probs.shape[-1], index, last_positive)
+
+
+@dataclass(frozen=True)
+class Round:
+    """One verify round as tensors on the probabilities' device (read them with `pack(...).read()`)."""
+    n_accepted: torch.Tensor      # 0-d long: the accepted prefix's length n
+    tokens: torch.Tensor          # [gamma+1] long: the n accepted drafts, the last token, then NO_TOKEN
+    last: torch.Tensor            # 0-d long: the resampled (n < gamma) or bonus (n = gamma) token
+    uniforms: torch.Tensor        # [gamma+1] the round's uniforms, as given
+    accepted: torch.Tensor        # [gamma] bool: u_i < accept chance, at every position (examined or not)
+    accept_probs: torch.Tensor    # [gamma] the accept chance of each drafted token
+    drafted_target_probs: torch.Tensor  # [gamma] p(x_i)
+    drafted_draft_probs: torch.Tensor   # [gamma] q(x_i)
+    final_probs: torch.Tensor     # [V] the distribution the last token was drawn from
+    drafted_kl: torch.Tensor | None = None  # [gamma] mentored: KL(target || output) per position
+
+
+def verify_round(target_probs: torch.Tensor, draft_probs: torch.Tensor, draft_tokens: torch.Tensor,
+                 uniforms: torch.Tensor, *, kl_budget: float = 0.0, plan: MentoredPlan | None = None) -> Round:
+    """Speculative sampling's verify and correct (Leviathan et al. Alg. 1 = Chen et al. Alg. 2), vectorised
+    over the positions as vLLM's rejection sampler and transformers' `_speculative_sampling` do.
+
+    target_probs [gamma+1, V], draft_probs [gamma, V], draft_tokens [gamma] (a LongTensor on their device),
+    uniforms [gamma+1] (`round_uniforms`). Values are trusted (checking them is a host read: `verify`
+    does it); shapes are checked. kl_budget > 0 is mentored decoding through its plan (Tran-Thien 2023),
+    whose bisection runs on the host; pass `plan` to reuse one computed for target_probs[:gamma].
+    """
+    gamma, vocab = draft_probs.shape
+    if tuple(target_probs.shape) != (gamma + 1, vocab) or tuple(draft_tokens.shape) != (gamma,) \
+            or tuple(uniforms.shape) != (gamma + 1,):
+        raise ValueError(f"verify_round wants target_probs [{gamma + 1}, {vocab}], draft_tokens [{gamma}] and "
+                         f"uniforms [{gamma + 1}], got {tuple(target_probs.shape)}, {tuple(draft_tokens.shape)} "
+                         f"and {tuple(uniforms.shape)}")
+    index = draft_tokens.long().unsqueeze(-1)                                      # [gamma, 1]
+    drafted_p = target_probs[:gamma].gather(-1, index).squeeze(-1)                 # [gamma]
+    drafted_q = draft_probs.gather(-1, index).squeeze(-1)                          # [gamma]
+    if kl_budget > 0 and plan is None:
+        plan = mentored_plan(target_probs[:gamma], draft_probs, kl_budget)
+    if plan is not None:
+        accept = plan.accept_probs.gather(-1, index).squeeze(-1)                   # [gamma]
+        corrections = plan.resample_probs                                          # [gamma, V]
     else:
-        final = target_probs[gamma]
-    last = sample(final, generator)
-    return Verification(n_accepted=n, tokens=draft_tokens[:n].tolist() + [last],
-                        uniforms=uniforms[:examined], drafted_accept_probs=accept, final_probs=final,
-                        drafted_kl=plan.kl if plan is not None else None)
+        accept = torch.clamp(drafted_p / drafted_q, max=1.0)                       # [gamma] min(1, p/q)
+        corrections = residual_distribution(target_probs[:gamma], draft_probs)     # [gamma, V]
+    # 2. verify: strict u_i < chance, so a token with accept chance 0 is never kept; n = first rejection
+    accepted = uniforms[:gamma] < accept                                           # [gamma]
+    stops = torch.cat([~accepted, accepted.new_ones(1)])                           # [gamma+1]
+    n = stops.int().argmax()                                                       # 0-d: first True
+    # 3. correct: the residual at the first rejection, or the target's next row for the bonus token
+    candidates = torch.cat([corrections.to(target_probs.dtype), target_probs[gamma:]])  # [gamma+1, V]
+    final = candidates.index_select(0, n.reshape(1)).squeeze(0)                    # [V]
+    last = sample_from_uniforms(final, uniforms[gamma])                            # 0-d long
+    positions = torch.arange(gamma + 1, device=draft_tokens.device)
+    drafted = torch.cat([draft_tokens.long(), draft_tokens.new_full((1,), NO_TOKEN, dtype=torch.long)])
+    tokens = torch.where(positions < n, drafted, torch.where(positions == n, last, NO_TOKEN))  # [gamma+1]
+    return Round(n_accepted=n, tokens=tokens, last=last, uniforms=uniforms, accepted=accepted,
+                 accept_probs=accept, drafted_target_probs=drafted_p, drafted_draft_probs=drafted_q,
+                 final_probs=final, drafted_kl=plan.kl if plan is not None else None)
+
+
+@dataclass(frozen=True)
+class Packed:
+    """Several tensors flattened into one float64 tensor, so that the host reads them all at once."""
+    flat: torch.Tensor                                    # [sum of sizes] float64, on the device
+    layout: tuple[tuple[str, tuple[int, ...], bool], ...]  # (name, shape, integral) per tensor, in order
+
+    def read(self) -> dict[str, object]:
+        """The one host read: each tensor back as a number (0-d) or nested lists, ints where it held ids
+        or flags (exact: float64 holds every integer below 2**53)."""
+        values, out, at = self.flat.tolist(), {}, 0
+        for name, shape, integral in self.layout:
+            size = 1
+            for dim in shape:
+                size *= dim
+            chunk = [int(v) for v in values[at:at + size]] if integral else values[at:at + size]
+            out[name], at = _nest(chunk, shape), at + size
+        return out
+
+
+def pack(**tensors: torch.Tensor) -> Packed:
+    """Everything a round's trace and counters need, as one tensor for a single host read (`.read()`)."""
+    layout = tuple((name, tuple(t.shape), not (t.dtype.is_floating_point or t.dtype.is_complex))
+                   for name, t in tensors.items())
+    flat = torch.cat([t.detach().reshape(-1).to(torch.float64) for t in tensors.values()])
+    return Packed(flat=flat, layout=layout)
+
+
+def _nest(values: list, shape: tuple[int, ...]):
+    if not shape:
+        return values[0]
+    if len(shape) == 1:
+        return values
+    step = len(values) // shape[0] if shape[0] else 0
+    return [_nest(values[i * step:(i + 1) * step], shape[1:]) for i in range(shape[0])]

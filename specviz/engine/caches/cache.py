@@ -72,12 +72,20 @@ class CachedModel:
                 self.features = self.features.expand(new.shape[0], -1, -1)
             self.features = new if self.features is None else torch.cat([self.features, new], 1)
 
+    def _ids(self, ids: list | torch.Tensor, rows: int) -> torch.Tensor:
+        """ids as a [rows, n] LongTensor on the model's device. A tensor already there is used as it is (a view:
+        no host-to-device copy, nothing read back); a Python list is copied over, as a caller on the host has it."""
+        if isinstance(ids, torch.Tensor):
+            return ids.to(device=self.model.device, dtype=torch.long).reshape(rows, -1)
+        return torch.tensor(ids, dtype=torch.long, device=self.model.device).reshape(rows, -1)
+
     @torch.inference_mode()
-    def forward(self, new_ids: list[int], keep: int = 0) -> torch.Tensor:
-        """Logits [n, V] for the last `keep` positions of new_ids (0: all); extends the cache."""
-        ids = torch.tensor([new_ids], device=self.model.device)
+    def forward(self, new_ids: list[int] | torch.Tensor, keep: int = 0) -> torch.Tensor:
+        """Logits [n, V] for the last `keep` positions of new_ids (0: all); extends the cache. new_ids: a list,
+        or a LongTensor [n] (or [1, n]) on the model's device, which a round on the device passes as it is."""
+        ids = self._ids(new_ids, 1)  # [1, n]
         out = self._call(ids, keep, None)
-        self._advance(out, len(new_ids))
+        self._advance(out, ids.shape[1])
         return out.logits[0, :, : self.vocab_size]  # padded embedding rows masked off
 
     def capture(self, sizes) -> float:
@@ -89,10 +97,10 @@ class CachedModel:
         self.static.capture(sizes)
         return self.static.capture_s - before
 
-    def prefill(self, ids: list[int]) -> None:
-        """Fill the cache with ids; only the last position's logits are computed (and dropped). A long prefill
+    def prefill(self, ids: list[int] | torch.Tensor) -> None:
+        """Fill the cache with ids (a list or a LongTensor [n]); only the last position's logits are computed (and dropped). A long prefill
         is heavy work (`limits.heavy_slot`) and runs in chunks, the event's deadline checked between them."""
-        if not ids:
+        if len(ids) == 0:
             return
         with limits.heavy_slot(len(ids), settings.current().concurrency):
             for start in range(0, len(ids), limits.PREFILL_CHUNK):
@@ -100,9 +108,10 @@ class CachedModel:
                 self.forward(ids[start: start + limits.PREFILL_CHUNK], keep=1)
 
     @torch.inference_mode()
-    def forward_rows(self, rows: list[list[int]], keep: int = 0) -> torch.Tensor:
-        """Logits [k, n, V] for k rows of n new ids each over the cache's k copies (see `expand`)."""
-        ids = torch.tensor(rows, device=self.model.device)  # [k, n]
+    def forward_rows(self, rows: list[list[int]] | torch.Tensor, keep: int = 0) -> torch.Tensor:
+        """Logits [k, n, V] for k rows of n new ids each (lists, or a LongTensor [k, n] on the model's device)
+        over the cache's k copies (see `expand`)."""
+        ids = self._ids(rows, len(rows))  # [k, n]
         if self.static is not None and ids.shape[0] > 1:
             raise ValueError("a static cache holds one sequence: use a dynamic one for several drafts")
         if self.cache is not None and self.seen and self.rows != ids.shape[0]:

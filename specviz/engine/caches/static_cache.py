@@ -12,7 +12,9 @@ address and of a fixed shape. So:
     and transformers' mask code, which reads tensor values on the host, is skipped (a 4-D mask is used as is);
   - one graph per number of new tokens n (1 for a drafted token, gamma + 1 for a verify), captured once
     before the run's first timed step and replayed with its inputs copied into fixed buffers; each capture
-    is checked against the eager forward on the same inputs, and a graph that differs is not used.
+    is checked against the eager forward on the same inputs, and a graph that differs is not used;
+  - the mask is computed inside the graph from a one-number buffer holding the write position, set by one
+    `fill_` per forward: no mask is built outside the graph, nothing is copied from the host.
 On the CPU (and wherever graphs are off) the same static forward runs eagerly; tests prove it gives the
 dynamic cache's logits. `plan` says where the graph path is used: CUDA, SPECVIZ_CUDA_GRAPHS not 0,
 decoders that live across steps (not ZeroGPU's rebuilt-per-step ones).
@@ -80,8 +82,8 @@ def _close(replayed: torch.Tensor, eager: torch.Tensor) -> bool:
 class _Captured:
     """One recorded forward over n new tokens: its input buffers and the outputs the replay writes."""
 
-    def __init__(self, graph, embeds, mask, logits, hidden):
-        self.graph, self.embeds, self.mask, self.logits, self.hidden = graph, embeds, mask, logits, hidden
+    def __init__(self, graph, embeds, logits, hidden):
+        self.graph, self.embeds, self.logits, self.hidden = graph, embeds, logits, hidden
 
 
 class StaticKV:
@@ -97,6 +99,7 @@ class StaticKV:
         self.graph_error = ""          # why a capture was refused (graphs then stay off)
         self.capture_s = 0.0
         self._positions = None         # [max_len] key positions, for the mask
+        self._length_t = None          # 0-d long on the device: `length` as the mask reads it (a graph input)
         self._pool = None
 
     # ------------------------------------------------------------------ the forward
@@ -106,18 +109,19 @@ class StaticKV:
         device = self.model.device
         if self._positions is None:
             self._positions = torch.arange(self.max_len, device=device)
-        visible = self._positions[None, :] <= (torch.arange(n, device=device) + self.length)[:, None]  # [n, L]
+            self._length_t = torch.zeros((), dtype=torch.long, device=device)
+        visible = self._positions[None, :] <= (torch.arange(n, device=device) + self._length_t)[:, None]  # [n, L]
         if self.model.config._attn_implementation == "eager":  # eager attention adds the mask to its scores
             blocked = torch.finfo(self.model.dtype).min
             return torch.zeros(1, 1, n, self.max_len, device=device, dtype=self.model.dtype).masked_fill(
                 ~visible[None, None], blocked)
         return visible[None, None]
 
-    def _body(self, embeds: torch.Tensor, mask: torch.Tensor, keep: int):
-        """The forward a graph records: logits [1, keep, V] (the model's own forward: its family's logit
-        scaling included) and the last hidden state [1, n, H]."""
-        logits, hidden, _ = logits_and_hidden(self.model, keep, inputs_embeds=embeds, attention_mask=mask,
-                                              past_key_values=self.cache)
+    def _body(self, embeds: torch.Tensor, keep: int):
+        """The forward a graph records, the mask included: logits [1, keep, V] (the model's own forward: its
+        family's logit scaling included) and the last hidden state [1, n, H]."""
+        logits, hidden, _ = logits_and_hidden(self.model, keep, inputs_embeds=embeds,
+                                              attention_mask=self._mask(embeds.shape[1]), past_key_values=self.cache)
         return logits, hidden
 
     def forward(self, embeds: torch.Tensor, keep: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -130,11 +134,11 @@ class StaticKV:
         keep = keep or n
         captured = self.captured.get(n)
         try:
+            self._set_mask_length()
             if captured is None:
-                logits, hidden = self._body(embeds, self._mask(n), keep)
+                logits, hidden = self._body(embeds, keep)
             else:
-                captured.embeds.copy_(embeds)
-                captured.mask.copy_(self._mask(n))
+                captured.embeds.copy_(embeds)  # the graph's input buffer
                 captured.graph.replay()  # advances every layer's write position by n, as the eager body does
                 logits, hidden = captured.logits[:, -keep:].clone(), captured.hidden.clone()
         except BaseException:
@@ -144,6 +148,12 @@ class StaticKV:
             raise
         self.length += n
         return logits, hidden
+
+    @torch.inference_mode()
+    def _set_mask_length(self) -> None:
+        if self._length_t is None:
+            self._mask(1)  # allocates the position buffers
+        self._length_t.fill_(self.length)  # a scalar argument to one kernel: no copy from the host, no sync
 
     @torch.inference_mode()  # the write positions may be inference tensors (made by a prefill in inference mode)
     def set_length(self, length: int) -> None:
@@ -166,8 +176,9 @@ class StaticKV:
             if self._pool is None:
                 self._pool = torch.cuda.graph_pool_handle()
             if not self.cache.layers[0].is_initialized:  # allocate the keys and values on this stream, not a side one
+                self._set_mask_length()
                 self._body(self.model.get_input_embeddings()(torch.zeros(1, 1, dtype=torch.long, device=self.model.device)),
-                           self._mask(1), 1)
+                           1)
                 self.set_length(self.length)
             try:
                 for n in sorted(set(sizes)):
@@ -186,23 +197,23 @@ class StaticKV:
         ids = torch.randint(0, self.model.config.get_text_config().vocab_size, (1, n), device=device,
                             generator=torch.Generator(device).manual_seed(n))
         embeds = self.model.get_input_embeddings()(ids)  # inputs of the model's own scale: no fp16 overflow
-        mask = self._mask(n)
+        self._set_mask_length()
         stream = torch.cuda.Stream(device)
         stream.wait_stream(torch.cuda.current_stream(device))
         with torch.cuda.stream(stream):  # warm-up off the capture (library handles, autotuning)
             for _ in range(2):
-                eager_logits, eager_hidden = self._body(embeds, mask, n)
+                eager_logits, eager_hidden = self._body(embeds, n)
                 self.set_length(length)  # the warm-up's keys land past `length`: stale, overwritten later
         torch.cuda.current_stream(device).wait_stream(stream)
         graph = torch.cuda.CUDAGraph()
         # thread_local: the app's other threads may use the device while this one captures
         with torch.cuda.graph(graph, pool=self._pool, capture_error_mode="thread_local"):
-            logits, hidden = self._body(embeds, mask, n)
+            logits, hidden = self._body(embeds, n)
         graph.replay()  # the check: the same inputs through the graph
         self.set_length(length)
         if not (_close(logits, eager_logits) and _close(hidden, eager_hidden)):
             raise RuntimeError(f"the replayed {n}-token forward differs from the eager one")
-        return _Captured(graph, embeds, mask, logits, hidden)
+        return _Captured(graph, embeds, logits, hidden)
 
     # ------------------------------------------------------------------ copies
 
@@ -212,4 +223,5 @@ class StaticKV:
         twin = copy.copy(self)
         twin.cache = copy.deepcopy(self.cache)
         twin.captured, twin._pool, twin.capture_s = {}, None, 0.0
+        twin._positions = twin._length_t = None  # its own mask buffers, set by its own forwards
         return twin

@@ -1,0 +1,214 @@
+"""The round on the device (sampling.sample_from_uniforms, verify_round, pack): exact, and read once.
+
+The oracles are written here in numpy and plain Python (accept chance min(1, p/q), residual
+norm(max(0, p - q)), the inverse CDF by a running sum), sharing no code with specviz.core.
+Statistical tests: a seeded torch.Generator, N stated per test, chi-square p > P_MIN = 1e-3 over
+bins of >= 5% expected mass (tests/stats.py), which flags a bias of a few percent at these sizes.
+"""
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+import torch
+
+from specviz.core.sampling import NO_TOKEN, mentored_plan, pack, round_uniforms, sample_from_uniforms, verify_round
+from tests.stats import chi_square_pvalue
+
+P_MIN = 1e-3
+
+
+def random_rows(gen, shape, zeros=0):
+    """Seeded rows of probabilities; the first `zeros` entries of each row are set to 0."""
+    x = -torch.rand(shape, generator=gen, dtype=torch.float64).clamp_min(1e-12).log()
+    if zeros:
+        x[..., :zeros] = 0
+    return x / x.sum(-1, keepdim=True)
+
+
+def oracle_token(probs, u):
+    """The inverse CDF in plain Python: the first i whose running sum exceeds u * total."""
+    total = sum(probs)
+    running = 0.0
+    for i, p in enumerate(probs):
+        running += p
+        if running > u * total:
+            return i
+    return max(i for i, p in enumerate(probs) if p > 0)
+
+
+def oracle_accept(p, q):
+    return np.minimum(1.0, p / q)
+
+
+def oracle_residual(p, q):
+    mass = np.maximum(p - q, 0.0)
+    return mass / mass.sum() if mass.sum() > 0 else p
+
+
+# ----------------------------------------------------------------------------- sampling at given uniforms
+
+
+def test_sampling_at_given_uniforms_is_the_inverse_cdf():
+    gen = torch.Generator().manual_seed(1)
+    probs = random_rows(gen, (7,), zeros=2)
+    probs[4] = 0  # a zero inside the row too
+    uniforms = torch.rand(500, generator=gen, dtype=torch.float64)
+    drawn = sample_from_uniforms(probs.expand(500, 7), uniforms)
+    assert drawn.dtype == torch.long and drawn.shape == (500,)
+    assert drawn.tolist() == [oracle_token(probs.tolist(), u) for u in uniforms.tolist()]
+
+
+def test_the_region_of_uniforms_that_draws_each_token_has_its_probability():
+    """Exact enumeration: at the midpoints of 100,000 equal cells of [0, 1), each token is drawn in
+    round(p_i * 100,000) +- 1 cells, and a token of probability 0 in none."""
+    probs = torch.tensor([0.0, 0.125, 0.0, 0.5, 0.3, 0.075, 0.0], dtype=torch.float64)
+    cells = 100_000
+    midpoints = (torch.arange(cells, dtype=torch.float64) + 0.5) / cells
+    counts = torch.bincount(sample_from_uniforms(probs.expand(cells, 7), midpoints), minlength=7)
+    assert (counts - probs * cells).abs().max() <= 1
+    assert counts[probs == 0].sum() == 0
+
+
+def test_a_uniform_whose_product_rounds_to_the_total_draws_the_last_token_with_mass():
+    """u * total = total (u = 1, or rounding): the first cdf entry above it does not exist; the last token of
+    positive probability is drawn, never an index past the vocabulary or a trailing zero."""
+    probs = torch.tensor([0.2, 0.3, 0.5, 0.0, 0.0])
+    assert int(sample_from_uniforms(probs, torch.tensor(1.0, dtype=torch.float64))) == 2
+
+
+def test_a_row_without_mass_samples_no_token():
+    rows = torch.stack([torch.full((4,), float("nan")), torch.zeros(4)])
+    assert sample_from_uniforms(rows, torch.tensor([0.5, 0.5])).tolist() == [NO_TOKEN, NO_TOKEN]
+
+
+# ----------------------------------------------------------------------------- the vectorised verify
+
+
+def forced_uniforms(accept, n, gamma):
+    """Uniforms inside the regions that accept positions < n and reject position n (u_n = (1 + a_n) / 2)."""
+    u = [a / 2 for a in accept[:n]]
+    if n < gamma:
+        u.append((1 + accept[n]) / 2)
+    return torch.tensor(u + [0.5] * (gamma + 1 - len(u)), dtype=torch.float64)
+
+
+def test_verify_round_by_exact_enumeration_gives_the_target_law_of_each_emitted_token():
+    """gamma = 3, V = 3, prefix-dependent tables: for every draft sequence and every stop n, uniforms inside
+    that branch's region make the round stop at n, keep the drafts before it and correct from the oracle's
+    residual (or the next target row); the branches weighted by the oracle's masses give P(first 4 tokens)
+    = the product of the target's conditionals."""
+    vocab, gamma, horizon = 3, 3, 4
+    gen = torch.Generator().manual_seed(7)
+    tables_t = {pre: random_rows(gen, (vocab,)) for n in range(horizon + gamma + 1)
+                for pre in itertools.product(range(vocab), repeat=n)}
+    tables_d = {pre: random_rows(gen, (vocab,)) for pre in tables_t}
+
+    def one_round(prefix):
+        law = {}
+        for drafts in itertools.product(range(vocab), repeat=gamma):
+            q = torch.stack([tables_d[prefix + drafts[:i]] for i in range(gamma)])      # [gamma, V]
+            p = torch.stack([tables_t[prefix + drafts[:i]] for i in range(gamma + 1)])  # [gamma+1, V]
+            pn, qn = p.numpy(), q.numpy()
+            accept = [float(oracle_accept(pn[i, x], qn[i, x])) for i, x in enumerate(drafts)]
+            weight = float(np.prod([qn[i, x] for i, x in enumerate(drafts)]))
+            for n in range(gamma + 1):
+                stop = 1.0 if n == gamma else 1 - accept[n]
+                if weight * stop > 0:
+                    out = verify_round(p, q, torch.tensor(drafts), forced_uniforms(accept, n, gamma))
+                    assert int(out.n_accepted) == n and out.tokens[:n].tolist() == list(drafts[:n])
+                    final = pn[gamma] if n == gamma else oracle_residual(pn[n], qn[n])
+                    np.testing.assert_allclose(out.final_probs.numpy(), final, atol=1e-12)
+                    for x in range(vocab):
+                        key = drafts[:n] + (x,)
+                        law[key] = law.get(key, 0.0) + weight * stop * final[x]
+                if n < gamma:
+                    weight *= accept[n]
+        return law
+
+    rounds, law = {}, {(): 1.0}
+    while any(len(seq) < horizon for seq in law):
+        nxt = {}
+        for seq, mass in law.items():
+            if len(seq) >= horizon:
+                nxt[seq] = nxt.get(seq, 0.0) + mass
+                continue
+            rounds.setdefault(seq, one_round(seq))
+            for emitted, m in rounds[seq].items():
+                key = (seq + emitted)[:horizon]
+                nxt[key] = nxt.get(key, 0.0) + mass * m
+        law = nxt
+    for seq in itertools.product(range(vocab), repeat=horizon):
+        expected = np.prod([float(tables_t[seq[:i]][seq[i]]) for i in range(horizon)])
+        assert law.get(seq, 0.0) == pytest.approx(expected, abs=1e-9)
+
+
+def test_a_uniform_equal_to_the_accept_chance_rejects_and_chance_zero_is_never_kept():
+    target = torch.tensor([[0.0, 0.5, 0.5], [0.25, 0.25, 0.5], [1 / 3, 1 / 3, 1 / 3]], dtype=torch.float64)
+    draft = torch.tensor([[0.5, 0.25, 0.25], [0.5, 0.25, 0.25]], dtype=torch.float64)
+    out = verify_round(target, draft, torch.tensor([0, 0]), torch.tensor([0.0, 0.0, 0.5], dtype=torch.float64))
+    assert int(out.n_accepted) == 0 and int(out.last) in (1, 2)  # p(0) = 0: u = 0 does not keep it
+    out = verify_round(target, draft, torch.tensor([1, 0]), torch.tensor([0.3, 0.5, 0.5], dtype=torch.float64))
+    assert int(out.n_accepted) == 1  # u = 0.5 = accept chance p/q = 0.25/0.5 at position 1: rejected
+    assert out.tokens.tolist()[:2] == [1, int(out.last)] and out.tokens.tolist()[2] == NO_TOKEN
+
+
+def test_every_result_is_a_tensor_on_the_probabilities_device():
+    gen = torch.Generator().manual_seed(2)
+    out = verify_round(random_rows(gen, (4, 5)), random_rows(gen, (3, 5)), torch.tensor([1, 2, 3]),
+                       round_uniforms(3, gen, "cpu"))
+    assert out.n_accepted.dim() == 0 and out.n_accepted.dtype == torch.long
+    assert out.tokens.shape == (4,) and out.tokens.dtype == torch.long
+    assert out.accept_probs.shape == out.accepted.shape == out.drafted_target_probs.shape == (3,)
+    assert out.final_probs.shape == (5,) and out.drafted_kl is None
+
+
+def test_round_uniforms_are_one_draw_of_gamma_plus_one():
+    a = round_uniforms(4, torch.Generator().manual_seed(3), "cpu")
+    b = torch.rand(5, generator=torch.Generator().manual_seed(3), dtype=torch.float64)
+    assert torch.equal(a, b)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_first_emitted_token_of_seeded_rounds_is_distributed_as_the_target(seed):
+    """N = 20,000 seeded rounds, gamma = 2, V = 8 (two target zeros), drafts drawn from q, all randomness from
+    one generator: chi-square of the first emitted token against the target's first row, p > 1e-3."""
+    gen = torch.Generator().manual_seed(40 + seed)
+    target = random_rows(gen, (3, 8), zeros=2).float()
+    draft = random_rows(gen, (2, 8)).float()
+    counts = np.zeros(8)
+    for _ in range(20_000):
+        drafts = torch.multinomial(draft, 1, generator=gen).squeeze(-1)  # [gamma]
+        out = verify_round(target, draft, drafts, round_uniforms(2, gen, "cpu"))
+        counts[int(out.tokens[0])] += 1
+    assert chi_square_pvalue(counts, target[0].double().numpy()) > P_MIN
+
+
+def test_first_emitted_token_of_mentored_rounds_follows_the_plans_output_law():
+    """N = 20,000 seeded rounds at a KL budget of 0.05 nats, gamma = 1, V = 6: the first token follows
+    Tran-Thien's pi = q r + s (1 - sum q r), computed here in numpy from the plan's r and s; p > 1e-3."""
+    gen = torch.Generator().manual_seed(9)
+    target, draft = random_rows(gen, (2, 6)), random_rows(gen, (1, 6))
+    plan = mentored_plan(target[:1], draft, 0.05)
+    q, r, s = draft[0].numpy(), plan.accept_probs[0].numpy(), plan.resample_probs[0].numpy()
+    expected = q * r + s * (1 - (q * r).sum())
+    counts = np.zeros(6)
+    for _ in range(20_000):
+        drafts = torch.multinomial(draft, 1, generator=gen).squeeze(-1)
+        out = verify_round(target, draft, drafts, round_uniforms(1, gen, "cpu"), kl_budget=0.05, plan=plan)
+        counts[int(out.tokens[0])] += 1
+    assert chi_square_pvalue(counts, expected) > P_MIN
+
+
+# ----------------------------------------------------------------------------- one read
+
+
+def test_pack_reads_every_tensor_back_in_one_host_read(monkeypatch):
+    reads = []
+    original = torch.Tensor.tolist
+    monkeypatch.setattr(torch.Tensor, "tolist", lambda self: reads.append(1) or original(self))
+    packed = pack(n=torch.tensor(2), tokens=torch.tensor([5, 7, -1]), ok=torch.tensor([True, False]),
+                  bars=torch.tensor([[0.5, 0.25], [0.125, 0.0625]]))
+    assert packed.read() == {"n": 2, "tokens": [5, 7, -1], "ok": [1, 0], "bars": [[0.5, 0.25], [0.125, 0.0625]]}
+    assert len(reads) == 1
