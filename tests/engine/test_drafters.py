@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 
 import pytest
-import torch
 
 from specviz.core.config import DecodeConfig
 from specviz.core.trace import StepTrace
@@ -33,7 +32,7 @@ class RepeatLast:
     mentored = False
 
     def __init__(self, pair, config, target, cache_options, generator):
-        self.device = pair.device
+        pass
 
     @classmethod
     def reads_target_features(cls, pair) -> bool:
@@ -50,9 +49,8 @@ class RepeatLast:
         return 0.0
 
     def propose(self, context: TokenContext, gamma: int) -> Drafted:
-        ids = [context.ids[-1]] * gamma
-        return Drafted(tokens=torch.tensor(ids, device=self.device), probs=None, ids=ids,
-                       detail={"repeated": context.ids[-1]})
+        last = context.tail(len(context.ids) - 1)  # [1] on the device
+        return Drafted(tokens=last.expand(gamma).clone(), probs=None, detail={"repeated": context.ids[-1]})
 
     def crop(self, keep: int) -> None:
         pass

@@ -22,7 +22,8 @@ from ..caches.static_cache import plan as static_plan
 from ..caches.static_cache import unsupported_reason
 from ..models.loading import ModelPair
 from ..models.policy import prompt_token_limit
-from .drafting import cache_kind
+from ..timing import Timer
+from .drafting import DeviceIds, cache_kind
 
 __all__ = ["Decoder", "DecoderState", "DecodingFinished", "TargetOnlyDecoder", "check_prompt", "clean_text",
            "prepare_prompt", "sync_device"]
@@ -114,6 +115,8 @@ class Decoder:
             self.generator.set_state(torch.frombuffer(bytearray(resume.generator), dtype=torch.uint8))
             self.counters, self.finished = Counters(**vars(resume.counters)), resume.finished
             self.records, self.call_s = list(resume.records), list(resume.call_s)
+        # the ids on the device too, room for every token the run may add and a round's scratch
+        self.device_ids = DeviceIds(self.tokens, self.n_prompt + config.max_new_tokens + config.gamma + 2, pair.device)
         self.cache_options = self._cache_options(static_cache)
         self.target = self._shared_target(prefilled)
         if self.target is not None:
@@ -206,6 +209,7 @@ class Decoder:
         twin.counters = Counters(**vars(self.counters))
         twin.generator = torch.Generator(device=self.pair.device).manual_seed(seed)
         twin.target = self.target.fork()
+        twin.device_ids = self.device_ids.clone()
         return twin
 
     def state(self) -> DecoderState:
@@ -254,12 +258,20 @@ class TargetOnlyDecoder(Decoder):
     """The baseline: one token per cached target forward, same warping and seed handling."""
 
     def step(self) -> EmittedToken:
+        """One cached target forward from the ids on the device, one token drawn there, one read of it."""
         self._check_not_finished()
-        t0 = time.perf_counter()
-        logits = self.target.forward(self.tokens[self.target.seen:], keep=1)[-1]  # [V]
-        token = sampling.sample(self.config.warp(logits), self.generator)
-        sync_device(self.pair.device)
-        elapsed = time.perf_counter() - t0
+        timer = Timer(self.pair.device)
+        uniform = torch.rand((1,), generator=self.generator, device=self.pair.device, dtype=torch.float64)
+        start = timer.mark()
+        logits = self.target.forward(self.device_ids.buffer[self.target.seen: len(self.tokens)], keep=1)[-1]  # [V]
+        drawn = sampling.sample_from_uniforms(self.config.warp(logits), uniform[0])  # 0-d long
+        self.device_ids.write(len(self.tokens), drawn.reshape(1))
+        end = timer.mark()
+        token = int(drawn)  # the step's one read back to the host
+        if token == sampling.NO_TOKEN:  # NaN logits land here (every comparison with NaN is false)
+            raise ValueError("cannot sample: the distribution contains NaN or infinite entries, or no mass")
+        timer.add("step", start, end)
+        elapsed = timer.read()["step"] / 1e3
         self.counters.target_calls += 1
         self.counters.compute_s += elapsed
         self.call_s.append(elapsed)

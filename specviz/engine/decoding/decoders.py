@@ -16,17 +16,10 @@ import torch
 
 from ...core import sampling
 from ...core.config import DecodeConfig
-from ...core.trace import (
-    Candidate,
-    Correction,
-    Counters,
-    DraftSource,
-    EmittedToken,
-    PositionTrace,
-    StepRecord,
-    StepTrace,
-)
+from ...core.trace import Counters, DraftSource, EmittedToken, StepRecord, StepTrace
 from ..models.loading import ModelPair
+from ..timing import Timer
+from . import round_trace
 from .base import (
     Decoder,
     DecoderState,
@@ -82,9 +75,6 @@ class SpeculativeDecoder(Decoder):
     def _needs_target_features(self) -> bool:
         return self.drafter_class.reads_target_features(self.pair)
 
-    def _context(self) -> TokenContext:
-        return TokenContext(ids=self.tokens, n_prompt=self.n_prompt)
-
     @property
     def cache_kinds(self) -> dict[str, str]:
         return {**self.drafter.cache_kinds(), **super().cache_kinds}
@@ -102,54 +92,56 @@ class SpeculativeDecoder(Decoder):
         return len(self.records)
 
     def step(self) -> StepTrace | None:
-        """One round; returns its StepTrace (None when config.record is off)."""
+        """One round; returns its StepTrace (None when config.record is off). The round stays on the device until
+        its one read back to the host (`sampling.pack`), after the correction."""
         self._check_not_finished()
-        t0 = time.perf_counter()
-        drafted = self._draft()                               # 1. draft
-        t1 = time.perf_counter()
-        target_probs = self._verify(drafted)                  # 2. verify   [gamma+1, V]
-        t2 = time.perf_counter()
-        result, kept = self._correct(target_probs, drafted)   # 3. correct
-        t3 = time.perf_counter()
-        record = StepRecord(gamma=drafted.gamma, n_emitted=len(kept), draft_s=t1 - t0, target_s=t2 - t1,
-                            step_s=t3 - t0, **counted_drafts(self.eos, result, drafted.gamma))
+        gamma, device, timer = self.config.gamma, self.pair.device, Timer(self.pair.device)
+        # the round's uniforms in one call: gamma for the drafter's draws, then gamma + 1 for verify and correct
+        uniforms = torch.rand(2 * gamma + 1, generator=self.generator, device=device, dtype=torch.float64)
+        start = timer.mark()
+        drafted = self.drafter.propose(self._context(uniforms[:gamma]), gamma)    # 1. draft
+        drafted_at = timer.mark()
+        target_probs = self._verify(drafted)                                       # 2. verify   [k+1, V]
+        verified_at = timer.mark()
+        q = drafted.q(target_probs)                                                # [k, V]
+        k = drafted.gamma
+        rnd = sampling.verify_round(target_probs, q, drafted.tokens, uniforms[gamma: gamma + k + 1],
+                                    kl_budget=self.config.kl_budget)               # 3. correct
+        self.device_ids.write(len(self.tokens), rnd.tokens)
+        shown = round_trace.round_tensors(target_probs, q, drafted.tokens, rnd, self.config.trace_top_k) \
+            if self.config.record else {}
+        packed = sampling.pack(n_accepted=rnd.n_accepted, tokens=rnd.tokens, drafts=drafted.tokens,
+                               **round_trace.check_tensors(target_probs, q, rnd.drafted_draft_probs), **shown)
+        end = timer.mark()
+        read = packed.read()  # the round's one read back to the host
+        round_trace.check_read(read)
+        n = read["n_accepted"]
+        result = round_trace.RoundResult(gamma=k, n_accepted=n, tokens=read["tokens"][: n + 1])
+        kept = self._settle(result)
+        timer.add("draft", start, drafted_at)
+        timer.add("target", drafted_at, verified_at)
+        timer.add("step", start, end)
+        ms = timer.read()
+        record = StepRecord(gamma=k, n_emitted=len(kept), draft_s=ms["draft"] / 1e3, target_s=ms["target"] / 1e3,
+                            step_s=ms["step"] / 1e3, **counted_drafts(self.eos, result, k))
         self.records.append(record)
         self.counters.compute_s += record.step_s
+        self.counters.draft_calls += drafted.forwards
+        self.counters.target_calls += 1
         if not self.config.record:
             return None
-        return self._trace(target_probs, drafted, result, kept, record)
+        return self._trace(read, drafted, result, kept, record)
 
-    def _draft(self) -> Drafted:
-        """1. draft: the drafter's proposal (config.gamma tokens, or fewer where a lookup found fewer)."""
-        drafted = self.drafter.propose(self._context(), self.config.gamma)
-        sync_device(self.pair.device)
-        self.counters.draft_calls += drafted.forwards
-        return drafted
+    def _context(self, uniforms: torch.Tensor | None = None) -> TokenContext:
+        return TokenContext(ids=self.tokens, n_prompt=self.n_prompt, on_device=self.device_ids, uniforms=uniforms)
 
     def _verify(self, drafted: Drafted) -> torch.Tensor:
-        """2. verify: one target forward over the pending token and the drafts."""
-        gamma = drafted.gamma
-        logits = self.target.forward(self.tokens[self.target.seen:] + drafted.ids, keep=gamma + 1)  # [gamma+1, V]
-        target_probs = self.config.warp(logits)  # [gamma+1, V]
-        sync_device(self.pair.device)
-        self.counters.target_calls += 1
-        return target_probs
+        """2. verify: one target forward over the pending token and the drafts, its inputs on the device."""
+        pending = self.device_ids.buffer[self.target.seen: len(self.tokens)]  # [1]
+        logits = self.target.forward(torch.cat([pending, drafted.tokens]), keep=drafted.gamma + 1)  # [k+1, V]
+        return self.config.warp(logits)  # [k+1, V]
 
-    def _correct(self, target_probs: torch.Tensor, drafted: Drafted) -> tuple[sampling.Verification, list[int]]:
-        """3. correct: accept a prefix, resample or add the bonus token, crop both caches back. With nothing
-        proposed, one token from p (as in target-only decoding)."""
-        if drafted.gamma:
-            result = sampling.verify(target_probs, drafted.q(target_probs), drafted.tokens,
-                                     kl_budget=self.config.kl_budget, generator=self.generator)
-        else:
-            final = target_probs[0]  # [V]
-            none = final.new_zeros(0)  # [0]: nothing was examined
-            result = sampling.Verification(n_accepted=0, tokens=[sampling.sample(final, self.generator)],
-                                           uniforms=none, drafted_accept_probs=none, final_probs=final)
-            sync_device(self.pair.device)
-        return result, self._settle(result)
-
-    def _settle(self, result: sampling.Verification) -> list[int]:
+    def _settle(self, result: round_trace.RoundResult) -> list[int]:
         """Crop the caches to the accepted prefix, count the verdicts, append the new tokens (what was kept)."""
         keep = len(self.tokens) + result.n_accepted  # the new last token is pending
         self.target.crop_to(keep)
@@ -160,81 +152,28 @@ class SpeculativeDecoder(Decoder):
 
     # ------------------------------------------------------------------ trace
 
-    def _candidates(self, rows: list[torch.Tensor], must: list[int]) -> list[tuple[list[int], list[list[float]], list[float]]]:
-        """rows: R distributions [P, V] over the same P positions. Per position: the union of the first
-        two rows' top-k of positive mass and the `must` token, ordered by the first row; each row's values
-        there; and each row's mass outside them (the "other" note). (A one-hot row, a lookup's q or any
-        row at T = 0, adds its one token, not k - 1 tokens of probability 0.)"""
-        k = min(self.config.trace_top_k, self.pair.vocab_size)
-        stacked = torch.stack(rows, 1)  # [P, R, V]
-        best = stacked[:, :2].topk(k, dim=-1)  # [P, 2, k]: the first two rows' top-k
-        top = torch.where(best.values > 0, best.indices, -1).flatten(1).tolist()  # [P, 2k], -1: no mass
-        out = []
-        for pos, ids in enumerate(top):
-            ids = [x for x in dict.fromkeys(ids + [must[pos]]) if x >= 0]
-            values = stacked[pos][:, ids]  # [R, n]
-            order = values[0].argsort(descending=True).tolist()
-            ids = [ids[i] for i in order]
-            values = values[:, order]
-            out.append((ids, values.tolist(), (1 - values.sum(-1)).clamp_min(0).tolist()))
-        return out
-
-    def _trace(self, target_probs, drafted: Drafted, result: sampling.Verification, kept: list[int],
+    def _trace(self, read: dict, drafted: Drafted, result: round_trace.RoundResult, kept: list[int],
                record: StepRecord) -> StepTrace:
-        gamma, n_accepted, token_text, step = drafted.gamma, result.n_accepted, self.pair.token_text, self.steps
-        target, draft = target_probs[:gamma], drafted.q(target_probs)  # [gamma, V]
-        tokens = drafted.tokens.to(target.device)  # [gamma]
-        kl_spent = (result.drafted_kl.to(target.dtype) if result.drafted_kl is not None
-                    else torch.zeros_like(tokens, dtype=target.dtype))
-        per_position = {  # one row of gamma numbers each, moved to the host in one go
-            "draft_prob": draft.gather(-1, tokens[:, None])[:, 0], "target_prob": target.gather(-1, tokens[:, None])[:, 0],
-            "exact_accept_prob": sampling.accept_probability(target, draft, tokens),
-            "tv": sampling.tv_distance(target, draft), "kl": sampling.kl_divergence(target, draft),
-            "overlap": sampling.acceptance_rate(target, draft), "kl_spent": kl_spent,
-            "target_entropy": sampling.entropy(target), "draft_entropy": sampling.entropy(draft)}
-        numbers = dict(zip(per_position, torch.stack(list(per_position.values())).tolist()))
-        # positions after the first rejection were never examined: show the chance they would have had
-        uniforms, accept_chances = result.uniforms.tolist(), result.drafted_accept_probs.tolist()
-        positions = []
-        candidates = self._candidates([target, draft], drafted.ids)
-        for i, (ids, (target_values, draft_values), (target_other, draft_other)) in enumerate(candidates):
-            positions.append(PositionTrace(
-                index=i, draft_token=drafted.ids[i], draft_text=token_text(drafted.ids[i]),
-                accept_prob=accept_chances[i], uniform=uniforms[i] if i < len(uniforms) else None,
-                verdict="accepted" if i < n_accepted else "rejected" if i == n_accepted else "unexamined",
-                candidates=[Candidate(id=x, text=token_text(x), target_prob=a, draft_prob=b)
-                            for x, a, b in zip(ids, target_values, draft_values)],
-                target_other=target_other, draft_other=draft_other, **{k: v[i] for k, v in numbers.items()}))
-        return StepTrace(step=step, gamma=gamma, kl_budget=self.config.kl_budget, positions=positions,
-                         n_accepted=n_accepted, correction=self._correction_trace(target_probs, drafted, result),
+        """The round as the card shows it, built on the host from the round's one read."""
+        gamma, n_accepted, text, step = result.gamma, result.n_accepted, self.pair.token_text, self.steps
+        k = min(self.config.trace_top_k, self.pair.vocab_size)
+        return StepTrace(step=step, gamma=gamma, kl_budget=self.config.kl_budget,
+                         positions=round_trace.positions(read, n_accepted, gamma, k, text), n_accepted=n_accepted,
+                         correction=round_trace.correction(read, result, k, text),
                          emitted=self._emitted(result, kept), draft_ms=record.draft_s * 1e3,
                          target_ms=record.target_s * 1e3, verify_ms=(record.step_s - record.draft_s - record.target_s) * 1e3,
                          counters=Counters(**vars(self.counters)), record=record, temperature=self.config.temperature,
                          finished=self.finished, notice=self.notice if step == 1 else "",
-                         rejected=self._rejected(drafted, result),
+                         rejected=self._rejected(read["drafts"], result),
                          source=DraftSource(kind=self.drafter.kind, details=self.drafter.source(drafted)))
 
-    def _correction_trace(self, target_probs, drafted: Drafted, result: sampling.Verification) -> Correction:
-        """3. correct, as shown: the token added after the accepted drafts and the law it came from."""
-        gamma, n_accepted, token_text = drafted.gamma, result.n_accepted, self.pair.token_text
-        last, kind = result.tokens[-1], "bonus" if result.bonus else "resampled"
-        target_row = target_probs[n_accepted]  # [V]
-        draft_row = drafted.q(target_probs)[n_accepted] if n_accepted < gamma else torch.zeros_like(target_row)
-        residual = sampling.residual_distribution(target_row, draft_row) if n_accepted < gamma else target_row
-        [(ids, (final_values, target_values, draft_values, residual_values), (final_other, *_))] = self._candidates(
-            [result.final_probs[None], target_row[None], draft_row[None], residual[None]], [last])
-        return Correction(kind=kind, position=n_accepted, token=last, text=token_text(last),
-                          candidates=[Candidate(id=x, text=token_text(x), target_prob=a, draft_prob=b, final_prob=f)
-                                      for x, f, a, b in zip(ids, final_values, target_values, draft_values)],
-                          final_other=final_other, residual_probs=residual_values)
-
-    def _emitted(self, result: sampling.Verification, kept: list[int]) -> list[EmittedToken]:
+    def _emitted(self, result: round_trace.RoundResult, kept: list[int]) -> list[EmittedToken]:
         kinds = ["accepted"] * result.n_accepted + ["bonus" if result.bonus else "resampled"]
         return [EmittedToken(id=x, text=self.pair.token_text(x), kind=kinds[i], step=self.steps)
                 for i, x in enumerate(kept)]
 
-    def _rejected(self, drafted: Drafted, result: sampling.Verification) -> list[EmittedToken]:
-        if result.n_accepted >= drafted.gamma:
+    def _rejected(self, drafts: list[int], result: round_trace.RoundResult) -> list[EmittedToken]:
+        if result.n_accepted >= result.gamma:
             return []
-        token = drafted.ids[result.n_accepted]
+        token = drafts[result.n_accepted]
         return [EmittedToken(id=token, text=self.pair.token_text(token), kind="rejected", step=self.steps)]

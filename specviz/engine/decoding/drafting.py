@@ -12,6 +12,7 @@ no new proof, only a q that says truthfully how its tokens were chosen.
 """
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass, field
 from typing import ClassVar, Protocol
 
@@ -22,16 +23,37 @@ from ..caches.cache import CachedModel
 from ..models.loading import ModelPair
 
 
+class DeviceIds:
+    """A decoder's token ids on the device, beside its host list: a round writes its new tokens here before its one
+    read, so the next round's forwards take their inputs from the device (no list copied over per forward)."""
+
+    def __init__(self, ids: list[int], capacity: int, device: torch.device):
+        self.buffer = torch.zeros(max(capacity, len(ids)), dtype=torch.long, device=device)  # past the ids: scratch
+        self.buffer[: len(ids)] = torch.as_tensor(ids, dtype=torch.long).to(device)  # once, when the decoder starts
+
+    def write(self, at: int, tokens: torch.Tensor) -> None:
+        """Put a round's tokens (a device LongTensor; padding past the kept ones is overwritten later) at `at`."""
+        n = min(tokens.shape[0], self.buffer.shape[0] - at)
+        self.buffer[at: at + n].copy_(tokens[:n])
+
+    def clone(self) -> DeviceIds:
+        twin = copy.copy(self)
+        twin.buffer = self.buffer.clone()
+        return twin
+
+
 @dataclass
 class TokenContext:
-    """The tokens so far (prompt and generated), as the drafters read them: `ids` on the host, and on the device
-    the ones a drafter's model has not seen yet (`tail`)."""
+    """The tokens so far (prompt and generated), as the drafters read them: `ids` on the host, the same on the
+    device (`tail`: what a cached model has not seen yet), and the uniforms a sampling drafter draws with."""
     ids: list[int]
     n_prompt: int                     # the first n_prompt ids are the prompt
+    on_device: DeviceIds
+    uniforms: torch.Tensor | None = None  # [gamma] float64 on the device: this round's draws for the drafter
 
-    def tail(self, start: int) -> list[int]:
-        """The ids from position `start` on: what a cached model has not seen yet."""
-        return self.ids[start:]
+    def tail(self, start: int) -> torch.Tensor:
+        """The ids from position `start` on, on the device: [n] long."""
+        return self.on_device.buffer[start: len(self.ids)]
 
 
 @dataclass
@@ -39,13 +61,12 @@ class Drafted:
     """One round's proposal, on the device."""
     tokens: torch.Tensor              # [gamma] long: the proposed ids (gamma may be fewer than asked, even 0)
     probs: torch.Tensor | None        # [gamma, V] the draft law q each was drawn from; None: a point mass on each
-    ids: list[int]                    # the same ids on the host, for the caches' forwards and the trace
     forwards: int = 0                 # draft-model forwards this proposal cost (the counters' draft passes)
     detail: dict = field(default_factory=dict)  # what the trace's draft source records of this round
 
     @property
     def gamma(self) -> int:
-        return len(self.ids)
+        return self.tokens.shape[0]  # a shape: known on the host without a read
 
     def q(self, like: torch.Tensor) -> torch.Tensor:
         """q as rows [gamma, V] in `like`'s dtype and device: the drafter's rows, or one-hot rows built on the

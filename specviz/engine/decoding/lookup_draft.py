@@ -55,9 +55,8 @@ class PromptLookup:
         config = self.config
         searchable = context.n_prompt if config.lookup_source == "prompt" else None
         proposal = lookup.propose(context.ids, gamma, config.lookup_max_ngram, config.lookup_min_ngram, searchable)
-        ids = list(proposal.tokens)
-        tokens = torch.tensor(ids, dtype=torch.long, device=self.pair.device)  # [k]: the one copy to the device
-        return Drafted(tokens=tokens, probs=None, ids=ids, detail=asdict(self._where(proposal, context)))
+        tokens = torch.tensor(proposal.tokens, dtype=torch.long).to(self.pair.device)  # [k]: one copy to the device
+        return Drafted(tokens=tokens, probs=None, detail=asdict(self._where(proposal, context)))
 
     def _where(self, proposal: lookup.LookupProposal, context: TokenContext) -> LookupTrace:
         """Where this round's proposal stands in the context it was copied from."""

@@ -59,22 +59,24 @@ class ModelDraft:
         return self.config.warp(logits)
 
     def propose(self, context: TokenContext, gamma: int) -> Drafted:
-        """gamma tokens, one cached forward each, sampled from the warped draft."""
-        ids, rows = [], []
-        pending = context.tail(self.model.seen)  # 1 token, or 2 after a bonus the draft never saw
-        for _ in range(gamma):
+        """gamma tokens, one cached forward each, sampled from the warped draft at the round's uniforms: every
+        token stays on the device and feeds the next forward from there."""
+        tokens, rows = [], []
+        pending = context.tail(self.model.seen)  # [1], or [2] after a bonus the draft never saw
+        for i in range(gamma):
             probs = self.warp(self.model.forward(pending, keep=1)[-1])  # [V]
-            token = sampling.sample(probs, self.generator)
-            ids.append(token)
+            # a row without mass (NaN logits) draws NO_TOKEN: clamped so the next forward runs, and refused by the
+            # round's checks when it is read
+            token = sampling.sample_from_uniforms(probs, context.uniforms[i]).clamp_min(0)  # 0-d long
+            tokens.append(token)
             rows.append(probs)
-            pending = [token]
-        tokens = torch.tensor(ids, device=self.pair.device)  # [gamma]
-        return Drafted(tokens=tokens, probs=torch.stack(rows), ids=ids, forwards=gamma)  # probs [gamma, V]
+            pending = token.reshape(1)
+        return Drafted(tokens=torch.stack(tokens), probs=torch.stack(rows), forwards=gamma)  # [gamma], [gamma, V]
 
     def propose_chains(self, context: TokenContext, k: int, gamma: int) -> tuple[list[list[int]], torch.Tensor]:
         """k chains of gamma tokens, one batched forward per depth; chains at one node share its distribution.
         Returns the chains [k][gamma] and their draft laws [k, gamma, V]."""
-        pending = context.tail(self.model.seen)
+        pending = context.ids[self.model.seen:]  # on the host: the tree's round reads its drafts as it goes
         self.model.expand(k)
         chains, rows = [[] for _ in range(k)], []
         inputs = [pending] * k

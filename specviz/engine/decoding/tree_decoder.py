@@ -25,6 +25,7 @@ import torch
 
 from ...core import sampling, tree
 from ...core.trace import Candidate, EmittedToken, StepRecord, StepTrace, TreeNode, TreeTrace, TreeTry
+from . import round_trace
 from .decoders import SpeculativeDecoder, counted_drafts, sync_device
 from .drafting import Drafted
 from .model_draft import node_representatives
@@ -95,6 +96,7 @@ class TreeDecoder(SpeculativeDecoder):
         self.drafter.crop(keep)
         self.counters.examined += result.n_examined
         self.counters.accepted += result.n_accepted
+        self.device_ids.write(len(self.tokens), torch.tensor(result.tokens).to(self.pair.device))
         return result, self._accept_new(result.tokens)
 
     # ------------------------------------------------------------------ trace
@@ -108,14 +110,21 @@ class TreeDecoder(SpeculativeDecoder):
         exact = sampling.accept_probability(target_probs[path, :gamma], chains.probs[path],
                                             torch.tensor(chains.tokens[path], device=chains.probs.device)).tolist()
         chances = [t.accept_prob for t in path_tries] + exact[len(path_tries):]
-        as_chain = sampling.Verification(
-            n_accepted=result.n_accepted, tokens=result.tokens,
-            uniforms=torch.tensor([t.uniform for t in path_tries], dtype=torch.float64),
-            drafted_accept_probs=torch.tensor(chances, dtype=torch.float64), final_probs=result.final_probs)
-        path_ids = chains.tokens[path]
-        drafted = Drafted(tokens=torch.tensor(path_ids, device=chains.probs.device), probs=chains.probs[path],
-                          ids=path_ids, forwards=gamma)
-        trace = self._trace(target_probs[path], drafted, as_chain, kept, record)
+        device, n = chains.probs.device, result.n_accepted
+        tokens = torch.tensor(chains.tokens[path], device=device)  # [gamma]
+        target, q = target_probs[path], chains.probs[path]          # [gamma+1, V], [gamma, V]
+        drafted_p, drafted_q = (rows[:gamma].gather(-1, tokens[:, None])[:, 0] for rows in (target, q))
+        uniforms = [t.uniform for t in path_tries] + [0.0] * (gamma + 1 - len(path_tries))  # unexamined: not shown
+        as_chain = sampling.Round(
+            n_accepted=torch.tensor(n, device=device), tokens=torch.tensor(result.tokens, device=device),
+            last=torch.tensor(result.tokens[-1], device=device), uniforms=torch.tensor(uniforms, device=device),
+            accepted=torch.arange(gamma, device=device) < n, drafted_target_probs=drafted_p, drafted_draft_probs=drafted_q,
+            accept_probs=torch.tensor(chances, dtype=torch.float64, device=device), final_probs=result.final_probs)
+        shown = round_trace.round_tensors(target, q, tokens, as_chain, self.config.trace_top_k)
+        read = sampling.pack(drafts=tokens, **shown).read()
+        drafted = Drafted(tokens=tokens, probs=q, forwards=gamma)
+        trace = self._trace(read, drafted, round_trace.RoundResult(gamma=gamma, n_accepted=n, tokens=result.tokens),
+                            kept, record)
         # the correction was drawn from the residual after every rejection at its depth, not after one
         trace.correction.residual_probs = [c.final_prob for c in trace.correction.candidates]
         # the timeline shows the candidates rejected where the round stopped (siblings rejected before an
