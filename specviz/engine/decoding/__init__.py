@@ -7,6 +7,7 @@
   drafters.py        the drafters' registry: each drafter by its name (register(name, cls))
   model_draft.py     ModelDraft: the pair's draft model proposes (plain, or reading the target's features)
   lookup_draft.py    PromptLookup: drafts copied by prompt lookup, no draft model runs
+  round_trace.py     what a round shows, gathered on the device and read once (sampling.pack)
   factory.py         make_decoder: the decoder and the drafter a DecodeConfig asks for
   feature_draft.py   a draft that reads the target's hidden states (EAGLE)
   sweep.py           a temperature sweep on one context: why sampling-based verification accepts more

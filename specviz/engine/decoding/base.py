@@ -267,7 +267,7 @@ class TargetOnlyDecoder(Decoder):
         drawn = sampling.sample_from_uniforms(self.config.warp(logits), uniform[0])  # 0-d long
         self.device_ids.write(len(self.tokens), drawn.reshape(1))
         end = timer.mark()
-        token = int(drawn)  # the step's one read back to the host
+        token = drawn.tolist()  # the step's one read back to the host (a 0-d tensor: an int)
         if token == sampling.NO_TOKEN:  # NaN logits land here (every comparison with NaN is false)
             raise ValueError("cannot sample: the distribution contains NaN or infinite entries, or no mass")
         timer.add("step", start, end)

@@ -2,11 +2,14 @@
 are in `base`).
 
 One `SpeculativeDecoder.step()` is one round of the algorithm:
-  1. draft    gamma cached draft forwards, one new token each, sampled from the warped draft
-  2. verify   one cached target forward over the gamma + 1 new positions
-  3. correct  `sampling.verify`: accept a prefix, then resample at the first rejection or add
-              the bonus token; both KV caches are cropped back so no prefix is ever recomputed
-Randomness comes only from the decoder's own `torch.Generator(seed)`.
+  1. draft    the drafter's proposal (the draft model: gamma cached forwards, one token each, sampled from
+              the warped draft), tokens and q on the device
+  2. verify   one cached target forward over the pending token and the drafts, its ids from the device
+  3. correct  `sampling.verify_round`: accept a prefix, then resample at the first rejection or add the bonus
+              token, vectorised over the positions; both KV caches are cropped back so no prefix is recomputed
+The round stays on the device until one read at its end (`sampling.pack`: tokens, verdicts and, with traces on,
+what the card shows). Randomness comes only from the decoder's own `torch.Generator(seed)`: a round's uniforms
+are drawn in one call.
 """
 from __future__ import annotations
 
