@@ -9,8 +9,9 @@ from dataclasses import dataclass
 import gradio as gr
 
 from ..core import playground
-from ..core.config import DRAFTERS, DRAFTS_MAX, DRAFTS_MIN, GAMMA_MAX, GAMMA_MIN, TOP_K_OFF, TOP_P_OFF
+from ..core.config import DRAFTS_MAX, DRAFTS_MIN, GAMMA_MAX, GAMMA_MIN, TOP_K_OFF, TOP_P_OFF
 from ..core.notation import NOTATIONS
+from ..engine.decoding.drafters import DEFAULT_DRAFTER, DRAFTERS
 from ..engine.models.policy import offered_presets
 from ..engine.models.presets import PRESETS, default_preset
 from ..present import render
@@ -165,8 +166,8 @@ def notation_choices(lang: str = "en") -> list[tuple[str, str]]:
 
 
 def drafter_choices(lang: str = "en") -> list[tuple[str, str]]:
-    """The drafter radio's (label, key) pairs in `lang`."""
-    return [(tr(lang, f"drafter.{key}"), key) for key in DRAFTERS]
+    """The drafter radio's (label, key) pairs in `lang`: the registered drafters that have a label in the locales."""
+    return [(tr(lang, f"drafter.{key}"), key) for key in DRAFTERS if f"drafter.{key}" in CATALOGUE["en"]]
 
 
 def preset_choices(lang: str = "en") -> list[tuple[str, str]]:
@@ -239,7 +240,7 @@ def settings_column(T) -> Settings:
         preset = gr.Dropdown(label=T("lbl.preset"), value=preset0, elem_id="preset", choices=preset_choices())
         gamma = gr.Slider(GAMMA_MIN, GAMMA_MAX, value=4, step=1, label=T("lbl.gamma"), elem_id="gamma")
         drafts = gr.Slider(DRAFTS_MIN, DRAFTS_MAX, value=1, step=1, elem_id="drafts", label=T("lbl.drafts"))
-        drafter = gr.Radio(drafter_choices(), value="model", elem_id="drafter", label=T("lbl.drafter"))
+        drafter = gr.Radio(drafter_choices(), value=DEFAULT_DRAFTER, elem_id="drafter", label=T("lbl.drafter"))
         temperature = gr.Slider(0, 2, value=DEFAULT_TEMPERATURE, step=0.05, label=T("lbl.temperature"),
                                 elem_id="temperature")
         with gr.Group(elem_id="kl-group"):

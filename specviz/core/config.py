@@ -9,7 +9,6 @@ DRAFTS_MIN, DRAFTS_MAX = 1, 8         # chains drafted per step (core.tree: seve
 MAX_NEW_TOKENS = 4096
 TEMPERATURE_MAX = 100.0
 TOP_K_OFF, TOP_P_OFF = 0, 1.0         # the values the UI and CLI use for "no top-k / top-p"
-DRAFTERS = ("model", "lookup")        # who proposes: the pair's draft model, or prompt lookup (core.lookup)
 NGRAM_MIN, NGRAM_MAX = 1, 8           # n-gram sizes the lookup may try
 LOOKUP_SOURCES = ("context", "prompt")  # where the lookup looks: prompt + generated so far, or the prompt only
 
@@ -42,7 +41,7 @@ class DecodeConfig:
     trace_top_k: int = 10         # bars per figure
     record: bool = True           # build a StepTrace per step (the benchmark's lean loop turns it off)
     drafts: int = 1               # k chains drafted per step and verified as a token tree; 1: the single chain
-    drafter: str = "model"        # "lookup": up to gamma tokens copied after an earlier n-gram match (core.lookup)
+    drafter: str = "model"        # who proposes: a name in the engine's drafters registry (engine/decoding/drafters.py)
     lookup_max_ngram: int = 3     # the lookup tries n = max..min and takes the first n that matches
     lookup_min_ngram: int = 1
     lookup_source: str = "context"  # "context": prompt and generated so far; "prompt": the prompt only
@@ -71,7 +70,7 @@ class DecodeConfig:
             # mentored decoding's plan is a one-candidate rule; no tree version is proven here
             raise ValueError(f"drafts > 1 needs kl_budget = 0: several drafts are verified by the exact rule only "
                              f"(got drafts={self.drafts!r}, kl_budget={self.kl_budget!r})")
-        self._check_lookup()
+        self._check_drafting()
         # whole-number floats (4.0 from a slider) become ints, so equal settings compare equal
         for name in ("gamma", "max_new_tokens", "seed", "trace_top_k", "drafts", "lookup_max_ngram",
                      "lookup_min_ngram"):
@@ -79,9 +78,11 @@ class DecodeConfig:
         if self.top_k is not None:
             object.__setattr__(self, "top_k", int(self.top_k))
 
-    def _check_lookup(self) -> None:
-        if self.drafter not in DRAFTERS:
-            raise ValueError(f"drafter must be one of {', '.join(DRAFTERS)}, not {self.drafter!r}")
+    def _check_drafting(self) -> None:
+        # which names exist, and what each drafter can run (several drafts, mentored decoding), is the engine's
+        # registry's to say (`drafters.drafter_class`); here only that a name was given
+        if not isinstance(self.drafter, str) or not self.drafter:
+            raise ValueError(f"drafter must be a drafter's name, not {self.drafter!r}")
         for name in ("lookup_max_ngram", "lookup_min_ngram"):
             if not NGRAM_MIN <= _whole(name, getattr(self, name)) <= NGRAM_MAX:
                 raise ValueError(f"{name} must be a whole number in {NGRAM_MIN}..{NGRAM_MAX}, not {getattr(self, name)!r}")
@@ -90,10 +91,6 @@ class DecodeConfig:
                              f"{self.lookup_max_ngram!r})")
         if self.lookup_source not in LOOKUP_SOURCES:
             raise ValueError(f"lookup_source must be one of {', '.join(LOOKUP_SOURCES)}, not {self.lookup_source!r}")
-        if self.drafter == "lookup" and (self.drafts > 1 or self.kl_budget > 0):
-            # one proposal per round, verified by the exact rule: that is what is proven for a one-hot q
-            raise ValueError(f"drafter lookup needs drafts = 1 and kl_budget = 0 (got drafts={self.drafts!r}, "
-                             f"kl_budget={self.kl_budget!r})")
 
     @classmethod
     def from_knobs(cls, *, gamma, temperature, top_k, top_p, kl_budget, max_new_tokens, seed, **extra) -> DecodeConfig:

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 
 
 @dataclass
@@ -146,6 +146,26 @@ class LookupTrace:
 
 
 @dataclass
+class DraftSource:
+    """Where a step's drafts came from: the drafter's registry name and what it tells of this round, as plain
+    data (the model draft: {"reads_target": true} for a draft reading the target's hidden states; prompt lookup: a
+    `LookupTrace` as a dict). The card picks its view by `kind`."""
+    kind: str = "model"
+    details: dict = field(default_factory=dict)
+
+    @classmethod
+    def from_legacy(cls, data: dict, known: set[str]) -> DraftSource:
+        """From a trace written before the source was one record, taking out of `data` every field not in
+        `known`: `drafter` (absent: the draft model), `draft_reads_target`, and a field named after the drafter
+        that said where its drafts came from (prompt lookup's)."""
+        old = {key: data.pop(key) for key in set(data) - known}
+        kind = old.get("drafter") or "model"
+        where = old.get(kind)
+        details = dict(where) if isinstance(where, dict) else {"reads_target": True} if old.get("draft_reads_target") else {}
+        return cls(kind=kind, details=details)
+
+
+@dataclass
 class StepTrace:
     step: int
     gamma: int
@@ -165,9 +185,7 @@ class StepTrace:
     rejected: list[EmittedToken] = field(default_factory=list)  # draft tokens thrown away this step
     drafts: int = 1         # k chains; > 1: `tree` tells the step, `positions` follow the accepted chain
     tree: TreeTrace | None = None
-    draft_reads_target: bool = False  # the draft reads the target's hidden states (engine/decoding/feature_draft.py)
-    drafter: str = "model"  # "lookup": the drafts were copied by prompt lookup, q one-hot (`lookup` says from where)
-    lookup: LookupTrace | None = None
+    source: DraftSource = field(default_factory=DraftSource)  # who drafted this step, and what it tells of it
 
     @property
     def greedy(self) -> bool:
@@ -175,12 +193,8 @@ class StepTrace:
         return self.temperature == 0
 
     def to_dict(self) -> dict:
-        """Plain data; a single-chain step (drafts = 1) leaves the tree fields out, and a model-drafted one the
-        lookup fields, as before they existed."""
+        """Plain data; a single-chain step (drafts = 1) leaves the tree fields out, as before they existed."""
         data = asdict(self)
-        if self.drafter == "model":
-            for key in ("drafter", "lookup"):
-                data.pop(key)
         if self.drafts == 1:
             for key in ("drafts", "tree"):
                 data.pop(key)
@@ -194,8 +208,11 @@ class StepTrace:
 
     @classmethod
     def from_dict(cls, data: dict) -> StepTrace:
-        """The inverse of to_dict (an exported run read back)."""
+        """The inverse of to_dict (an exported run read back), also of a trace written before the draft source was
+        one record (`DraftSource.from_legacy`)."""
         data = dict(data)
+        legacy = DraftSource.from_legacy(data, {f.name for f in fields(cls)})  # takes the older fields out either way
+        data["source"] = DraftSource(**data["source"]) if data.get("source") else legacy
         data["positions"] = [PositionTrace(**{**p, "candidates": [Candidate(**c) for c in p["candidates"]]})
                              for p in data["positions"]]
         corr = data["correction"]
@@ -206,5 +223,4 @@ class StepTrace:
         data["record"] = (StepRecord(**{**data["record"], "level_tries": tuple(data["record"].get("level_tries", ()))})
                           if data.get("record") else None)
         data["tree"] = TreeTrace.from_dict(data["tree"]) if data.get("tree") else None
-        data["lookup"] = LookupTrace(**data["lookup"]) if data.get("lookup") else None
         return cls(**data)

@@ -11,6 +11,7 @@ from dataclasses import MISSING, dataclass, fields
 
 from ..core.config import DecodeConfig
 from ..engine.decoding.decoders import clean_text
+from ..engine.decoding.drafters import DEFAULT_DRAFTER, check_drafter
 from ..engine.models.policy import custom_pair, visitor_pair
 from ..engine.serving.run import RunSettings
 
@@ -34,7 +35,7 @@ class PageSettings:
     target_model: object
     drafts: object = 1    # defaults from here on: older clients never sent these
     lang: object = "en"
-    drafter: object = "model"
+    drafter: object = DEFAULT_DRAFTER
 
 
 STEP_PARAMETERS = tuple(f.name for f in fields(PageSettings))   # /step's public order
@@ -57,7 +58,7 @@ def settings_from(settings: PageSettings) -> RunSettings:
     draft and target model fields, when filled, replace the preset (see models.custom_pair)."""
     knobs = {f.name: f.default if getattr(settings, f.name) is None and f.default is not MISSING
              else getattr(settings, f.name) for f in _DECODE_KNOBS}
-    config = DecodeConfig.from_knobs(**knobs)
+    config = check_drafter(DecodeConfig.from_knobs(**knobs))  # the registry names the drafters and what each runs
     if config.max_new_tokens > PAGE_MAX_NEW_TOKENS:
         raise ValueError(f"max_new_tokens must be a whole number in 1..{PAGE_MAX_NEW_TOKENS} here, "
                          f"not {settings.max_new_tokens!r} (the command line goes further)")

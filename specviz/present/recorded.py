@@ -24,7 +24,7 @@ from .render import Status
 from .views import View, build_view, rejection_table
 
 LESSONS_DIR = "lessons"     # under assets/: <name>.jsonl, recorded by `python -m specviz record-lessons`
-LESSONS = ("typical", "greedy", "lookup")   # the order the page offers them; the first opens with the page
+LESSONS = ("typical", "greedy", "copying")   # the order the page offers them; the first opens with the page
 
 
 @dataclass
@@ -95,11 +95,11 @@ def recorded_view(playback: Playback, notation: str, status: Status = Status(), 
     label, mark = recorded_label(playback.producer, lang), badge(playback.producer, lang)
     device = playback.producer.device if playback.producer else "?"
     lossy = trace.kl_budget > 0
-    lookup = playback.settings.get("drafter") == "lookup" or getattr(trace, "drafter", "model") == "lookup"
     head = tr(lang, "recorded.opening" if opening else "recorded.step", n=playback.at, total=playback.total)
     summary = (f'<div class="recorded-head">{mark} {head}</div>{lesson_note(playback, lang)}'
                f'{render.round_summary(trace, notation, lang)}')
-    counters = (f'{mark}{render.counters_html(metrics, device, lossy, len(calls), len(traces), lang, lookup=lookup)}'
+    passes = trace.counters.draft_calls  # a drafter with no model (prompt lookup) makes none
+    counters = (f'{mark}{render.counters_html(metrics, device, lossy, len(calls), len(traces), lang, draft_passes=passes)}'
                 if calls else f'{mark}<div class="counters">{render.analytics_html(metrics, lang)}</div>')
     return View(render.text_view(playback.run.prompt, traces, trace.step, lang),
                 f'<div class="recorded-card">{mark}{render.step_card(trace, notation, playback.at, lang)}</div>',

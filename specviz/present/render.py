@@ -4,8 +4,8 @@ Plain strings only (no gradio, no plotly), so the app, the benchmark and tests a
 Every verdict has a shape as well as a colour (underline style, strike-through, symbol), and
 every colour used for text or a bar keeps at least 3:1 contrast on white (4.5:1 for text).
 
-Over 300 lines on purpose: the step card, the round summary and the narration tell the same round in
-the same order and share its helpers; the tree card (several drafts) lives in tree_card.py.
+The step card, the round summary and the narration tell the same round in the same order and share its
+helpers; the tree card (several drafts) lives in tree_card.py, the run's counters and analytics in counters.py.
 """
 from __future__ import annotations
 
@@ -13,12 +13,17 @@ import html
 import math
 from dataclasses import dataclass
 
-from ..core.metrics import MIN_TIMED
 from ..core.notation import letters, num, show
 from ..core.trace import PositionTrace, StepTrace
 from . import tree_card
+from .counters import METRIC_ROWS, analytics_html, counters_html, metric_row, most_rejected_html
+from .draft_sources import view_for
 from .i18n import tr
 from .palette import ACCEPT_COLOUR, BONUS_COLOUR, FINAL_COLOUR, REJECT_COLOUR, TARGET_COLOUR, var
+
+__all__ = ["METRIC_ROWS", "ROLE", "VERDICT_STYLE", "Status", "analytics_html", "counters_html", "decisive",
+           "message_html", "metric_row", "most_rejected_html", "narration", "round_summary", "step_card", "text_view",
+           "token_span"]
 
 VERDICT_STYLE = {  # symbol, colour, underline: the underline's style survives greyscale and colour blindness
     "accepted": ("✓", ACCEPT_COLOUR, "border-bottom:3px solid"),
@@ -127,10 +132,8 @@ def _verify_row(pos: PositionTrace, trace: StepTrace, t: str, d: str, lang: str 
         if _exact_differs(pos):
             key = "mentored.exact_rejects" if pos.verdict == "accepted" else "mentored.exact_accepts"
             chance += f' <b class="exact-would">⚠ {tr(lang, key)}</b>'
-    elif trace.drafter == "lookup":  # q one-hot: the accept chance is p(x) itself
-        chance = f'<span class="chance-name">{tr(lang, "chance.lookup", t=t)}</span>{chance_text}'
-    else:
-        chance = f'<span class="chance-name">min(1, {t}/{d}) = </span>{chance_text}'
+    else:  # the drafter's formula: min(1, p/q), or p(x) itself where q is one-hot (prompt lookup)
+        chance = view_for(trace.source.kind).chance_name(t, d, lang) + chance_text
     test = f'{_threshold(pos.uniform, pos.accept_prob, lang)} <span class="test">u = {u} {cmp} {chance}</span>'
     return (f'{row}<td>{pos.index + 1}</td><td>{token}</td><td>{bars}</td><td class=ratio>{t}/{d} = {ratio:.2f}</td>'
             f'<td>{test}</td><td>{_verdict(pos, lang)}</td></tr>')
@@ -140,7 +143,7 @@ def _correction(trace: StepTrace, t: str, d: str, lang: str = "en") -> str:
     c = trace.correction
     lossy = trace.kl_budget > 0
     token = f"<code>{_esc(c.text)}</code>"
-    if not trace.positions:  # prompt lookup found nothing to copy: a plain target pass, nothing was accepted
+    if not trace.positions:  # nothing was proposed (a lookup with no match): a plain target pass, nothing accepted
         head = tr(lang, "correct.lookup_none", t=t, token=token)
         source = f"{t}"
     elif c.kind == "bonus":
@@ -148,8 +151,8 @@ def _correction(trace: StepTrace, t: str, d: str, lang: str = "en") -> str:
         source = f"{t}"
     else:
         source = tr(lang, "source.mentored") if lossy else f"norm(max(0, {t} − {d}))"
-        why = tr(lang, "why.mentored" if lossy else "why.greedy" if trace.greedy else
-                 "why.lookup" if trace.drafter == "lookup" else "why.residual", t=t, d=d)
+        why = (tr(lang, "why.mentored" if lossy else "why.greedy", t=t, d=d) if lossy or trace.greedy
+               else view_for(trace.source.kind).why_residual(t, d, lang))
         head = tr(lang, "correct.resampled", pos=c.position + 1, token=token, source=source, why=why)
     top = [x for x in sorted(c.candidates, key=lambda x: -x.final_prob)[:4] if x.final_prob > 0 or x.id == c.token]
     if all(x.id != c.token for x in top):
@@ -163,36 +166,6 @@ def _correction(trace: StepTrace, t: str, d: str, lang: str = "en") -> str:
         for x in top)
     return (f'<div class="phase" data-phase="correct">{head}</div>'
             f'<div class="options" data-phase="correct">{tr(lang, "top_of", source=source)} {options}</div>')
-
-
-def _lookup_where(trace: StepTrace, lang: str) -> str:
-    """Where the lookup found its match, or (no match) where it looked."""
-    look = trace.lookup
-    if look.ngram:
-        return tr(lang, "lookup.prompt" if look.in_prompt else "lookup.output")
-    return tr(lang, "lookup.prompt" if look.searched == "prompt" else "lookup.context")
-
-
-def lookup_source(trace: StepTrace) -> str:
-    """The copied drafts where they stand earlier: context, the matched n-gram (dashed box), the copied
-    tokens (solid box, bold), what followed them."""
-    look = trace.lookup
-
-    def run(texts: list[str]) -> str:  # spaces kept (it is text to read), newlines as ⏎ (the card keeps its height)
-        return html.escape("".join(texts).replace("\n", "⏎"))
-
-    return (f'<span class="lookup-source"><code>…{run(look.before)}<mark class="lookup-ngram">{run(look.matched)}</mark>'
-            f'<mark class="lookup-copied">{run(look.copied)}</mark>{run(look.after)}…</code></span>')
-
-
-def _draft_line(trace: StepTrace, drafted: str, t: str, d: str, lang: str) -> str:
-    if trace.drafter != "lookup" or trace.lookup is None:
-        return tr(lang, "card.draft", g=trace.gamma, tokens=drafted)
-    where = _lookup_where(trace, lang)
-    if not trace.lookup.ngram:
-        return tr(lang, "card.lookup_none", where=where, t=t)
-    return tr(lang, "card.lookup", n=trace.lookup.ngram, where=where, g=len(trace.positions), source=lookup_source(trace),
-              t=t, d=d)
 
 
 def step_card(trace: StepTrace | None, notation: str = "leviathan", total_steps: int = 0, lang: str = "en") -> str:
@@ -220,15 +193,15 @@ def step_card(trace: StepTrace | None, notation: str = "leviathan", total_steps:
         span = f"{skipped[0].index + 1}" + (f"–{skipped[-1].index + 1}" if len(skipped) > 1 else "")
         rows += (f'<tr class="muted" data-phase="verify"><td colspan="6">'
                  f'{tr(lang, "skipped", span=span, tokens=" ".join(_esc(p.draft_text) for p in skipped))}</td></tr>')
-    reads = (f'<div class="phase draft-reads" data-phase="draft">{tr(lang, "card.draft_reads", d=d)}</div>'
-             if getattr(trace, "draft_reads_target", False) else "")
+    source = view_for(trace.source.kind)  # who drafted: the sentences that differ between drafters
+    reads = source.draft_note(trace, d, lang)
     verify = tr(lang, "card.verify_greedy" if trace.greedy else "card.verify_mentored" if trace.kl_budget > 0
                 else "card.verify", t=t, d=d)
     verify_part = (f'<div class="phase" data-phase="verify">{verify}</div><div class="table-scroll" data-phase="verify">'
                    f'<table class="verify"><tr>{head_cells}</tr>{rows}</table></div>') if trace.positions else ""
     return (f'<div class="card" data-step="{trace.step}"><div class="card-head"><b>{tr(lang, "card.step", n=trace.step)}</b>'
             f'{viewing} · γ = {trace.gamma} {mode} · {tr(lang, "card.tokens_from_pass", k=len(trace.emitted))}</div>'
-            f'<div class="phase" data-phase="draft">{_draft_line(trace, drafted, t, d, lang)}</div>'
+            f'<div class="phase" data-phase="draft">{source.draft_line(trace, drafted, t, d, lang)}</div>'
             f'{reads}{verify_part}{_correction(trace, t, d, lang)}</div>')
 
 
@@ -239,7 +212,7 @@ def round_summary(trace: StepTrace | None, notation: str = "leviathan", lang: st
         return f'<div class="round-summary empty">{tr(lang, "sum.empty")}</div>'
     c = trace.correction
     token = f"<code>{_esc(c.text)}</code>"
-    kept = (tr(lang, "sum.lookup_none", n=trace.step) if not trace.positions
+    kept = (view_for(trace.source.kind).nothing_proposed(trace, lang) if not trace.positions
             else tr(lang, "sum.kept_all", n=trace.step, g=trace.gamma) if trace.n_accepted == trace.gamma
             else tr(lang, "sum.kept", n=trace.step, g=trace.gamma, k=trace.n_accepted))
     if c.kind == "bonus":
@@ -269,12 +242,7 @@ def narration(trace: StepTrace | None, notation: str = "leviathan", lang: str = 
     t, d = letters(notation)
     q = (lambda text: f"“{show(text)}”")
     drafted = ", ".join(f"{q(p.draft_text)} ({d} = {num(p.draft_prob)})" for p in trace.positions)
-    if trace.drafter == "lookup" and trace.lookup is not None:
-        where, look = _lookup_where(trace, lang), trace.lookup
-        draft = (tr(lang, "nar.lookup", n=look.ngram, ngram=q("".join(look.matched)), where=where, g=len(trace.positions),
-                    tokens=drafted, t=t, d=d) if look.ngram else tr(lang, "nar.lookup_none", where=where))
-    else:
-        draft = tr(lang, "nar.draft", g=trace.gamma, tokens=drafted)
+    draft = view_for(trace.source.kind).narration_line(trace, drafted, t, d, lang)
     lines = [f"#### {tr(lang, 'card.step', n=trace.step)}", draft, "", tr(lang, "nar.verify")]
     for p in trace.positions:
         verdict = tr(lang, "verdict.accepted" if p.verdict == "accepted" else "verdict.rejected")
@@ -336,79 +304,3 @@ def text_view(prompt: str, traces: list[StepTrace], selected: int | None = None,
     legend = " ".join(f"{token_span(tr(lang, f'verdict.{k}'), k, None, lang)}" for k in VERDICT_STYLE)
     return (f'<div class="text-view">{"".join(parts)}</div>'
             f'<div class="legend">{legend} · {tr(lang, "legend.hint")}</div>')
-
-
-def counters_html(m: dict, device: str, lossy: bool, baseline_tokens: int, steps: int, lang: str = "en",
-                  lookup: bool = False) -> str:
-    """Speculative vs target-only, from metrics.metrics(); timings flagged while warming up. The first
-    line carries the speed argument (target passes each way, tokens per pass, speedup) for a class."""
-    if not steps:
-        return f'<div class="counters muted">{tr(lang, "cnt.empty")}</div>'
-    badge = f' <span class="badge lossy">{tr(lang, "cnt.lossy")}</span>' if lossy else ""
-    warming = m["speedup"] is None or m["warming_up"]
-    if warming:
-        speed = tr(lang, "cnt.warming_long", need=MIN_TIMED, n=steps)
-        short = tr(lang, "cnt.warming", n=min(steps, MIN_TIMED), need=MIN_TIMED)
-    else:
-        speed = tr(lang, "cnt.measured", s=f'{m["speedup"]:.2f}', se=f'{m["speedup_stderr"]:.2f}', device=device,
-                   pred=f'{m["predicted_speedup_thm38"]:.2f}', a=f'{m["acceptance_rate"]:.2f}', c=f'{m["cost_ratio_c"]:.2f}',
-                   best=m["best_gamma"])
-        short = tr(lang, "cnt.speedup", s=f'{m["speedup"]:.2f}', se=f'{m["speedup_stderr"]:.2f}')
-    argument = tr(lang, "cnt.argument", spec=m["target_calls"], base=baseline_tokens,
-                  tpp=f'{m["tokens_per_target_call"]:.2f}', speed=short)
-    rate = (lambda k: f'{m[k]:.0f}' if m[k] else "—")
-    alpha = tr(lang, "cnt.alpha", a=f'{m["acceptance_rate"]:.2f}', m=f'{m["mean_acceptance_length"]:.2f}')
-    rows = [(tr(lang, "cnt.tokens"), m["tokens"], baseline_tokens),
-            (tr(lang, "cnt.target_passes"), m["target_calls"], baseline_tokens),
-            (tr(lang, "cnt.draft_passes"), 0 if lookup else m["draft_calls"], "—"),  # lookup copies: no draft forward
-            (tr(lang, "cnt.tokens_per_s"), rate("tokens_per_s_speculative"), rate("tokens_per_s_target_only"))]
-    body = "".join(f"<tr><td>{a}</td><td><b>{b}</b></td><td>{c}</td></tr>" for a, b, c in rows)
-    return (f'<div class="counters"><div class="speed-argument">{argument}</div><table><tr><th></th>'
-            f'<th>{tr(lang, "cnt.speculative")}</th><th>{tr(lang, "cnt.target_only")}</th></tr>{body}</table>'
-            f'<div>{alpha}{badge}</div>'
-            f'<div class="speed-long">{speed}</div></div>')
-
-
-METRIC_ROWS = [  # (metrics key, format); the name is catalogue key metric.<key>, its definition metric.<key>.def
-    ("acceptance_rate", "{:.3f}"),
-    ("draft_acceptance_rate", "{:.3f}"),
-    ("mean_acceptance_length", "{:.2f}"),
-    ("system_efficiency", "{:.3f}"),
-    ("tokens_per_target_call", "{:.2f}"),
-    ("expected_tokens_per_target_call", "{:.2f}"),
-]
-
-
-def metric_row(name: str, value: str, definition: str) -> str:
-    return f"<tr><td>{name}</td><td><b>{value}</b></td><td class=muted>{html.escape(definition)}</td></tr>"
-
-
-def analytics_html(m: dict, lang: str = "en") -> str:
-    """The metric set under the names vLLM and Leviathan et al. use (named in brackets), each with its
-    definition, in `lang`."""
-    if not m.get("steps"):
-        return f'<div class="muted">{tr(lang, "dbg.empty")}</div>'
-    rows = "".join(metric_row(tr(lang, f"metric.{key}"), fmt.format(m[key]), tr(lang, f"metric.{key}.def"))
-                   for key, fmt in METRIC_ROWS)
-    per_position = ", ".join(f"{x:.2f}" for x in m["per_position_acceptance"])
-    histogram = ", ".join(f"{k}: {n}" for k, n in enumerate(m["acceptance_length_histogram"]))
-    rows += (metric_row(tr(lang, "metric.per_position"), per_position, tr(lang, "metric.per_position.def"))
-             + metric_row(tr(lang, "metric.histogram"), histogram, tr(lang, "metric.histogram.def"))
-             + tree_card.tree_metric_rows(m, lang))
-    return f'<table class="analytics">{rows}</table>'
-
-
-def _most_item(t: dict, lang: str) -> str:
-    return tr(lang, "most.item", token=f"<code>{_esc(show(t['token']))}</code>", r=t["rejected"], n=t["n"],
-              lo=f"{t['ci_low']:.2f}", hi=f"{t['ci_high']:.2f}")
-
-
-def most_rejected_html(ranked: list[dict], lang: str = "en") -> str:
-    """export.most_rejected's tokens: only those tested often enough for their rate to mean something."""
-    from ..core.rejections import MIN_SUPPORT
-
-    if not ranked:
-        return f'<div class="muted">{tr(lang, "most.none", n=MIN_SUPPORT)}</div>'
-    items = "".join(f"<li>{_most_item(t, lang)}</li>" for t in ranked)
-    return (f'<b>{tr(lang, "most.head")}</b> <span class=muted>{tr(lang, "most.support", n=MIN_SUPPORT)}'
-            f"</span><ol>{items}</ol>")

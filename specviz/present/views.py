@@ -111,7 +111,7 @@ def build_view(session: Session, notation: str, status: Status = Status(), lang:
     metrics = run.metrics()
     return View(render.text_view(prompt, traces, trace.step, lang), render.step_card(trace, notation, len(traces), lang),
                 render.counters_html(metrics, run.device, run.config.lossy, run.baseline_tokens(), len(traces), lang,
-                                    lookup=run.config.drafter == "lookup"),
+                                    draft_passes=traces[-1].counters.draft_calls),
                 render.narration(trace, notation, lang), step_figures.pq_figure(trace, notation, lang),
                 step_figures.uniform_figure(trace, notation, lang), step_figures.residual_figure(trace, notation, lang),
                 run_figures.history_figure(traces, notation, lang), trace.step, render.message_html(status),

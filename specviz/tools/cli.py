@@ -10,24 +10,17 @@ import json
 import os
 import sys
 
-from ..core.config import DRAFTERS, DecodeConfig
+from ..core.config import DecodeConfig
 from ..core.metrics import metric_set
 from ..engine.decoding.decoders import DecodingFinished, SpeculativeDecoder, TargetOnlyDecoder
+from ..engine.decoding.drafters import DEFAULT_DRAFTER, DRAFTERS, PromptLookup, check_drafter
 from ..engine.decoding.factory import make_decoder
 from ..engine.models.loading import load_pair
 from ..engine.models.presets import PRESETS, ModelLoadError
+from .cli_values import OneLineParser, check_race_seconds, number_list, thread_count, whole_list, writable_folder
 
 COLOURS = {"accepted": "\033[32m", "resampled": "\033[33m", "bonus": "\033[36m", "target": ""}
 RESET = "\033[0m"
-
-
-def _gamma_list(text: str) -> list[int]:
-    from .report import parse_gammas
-
-    try:
-        return parse_gammas(text)
-    except ValueError as err:
-        raise argparse.ArgumentTypeError(str(err)) from err
 
 
 def _add_decoding_args(ap: argparse.ArgumentParser, gamma_list: bool = False) -> None:
@@ -36,19 +29,20 @@ def _add_decoding_args(ap: argparse.ArgumentParser, gamma_list: bool = False) ->
     ap.add_argument("--target", help="target model: hub id or local folder (with --draft)")
     ap.add_argument("--device", default=None, help="cuda, mps or cpu (default: picked automatically)")
     if gamma_list:
-        ap.add_argument("--gamma", type=_gamma_list, default=[4], help="one value or a list to sweep: 1,2,4,8")
+        ap.add_argument("--gamma", type=gamma_list, default=[4], help="one value or a list to sweep: 1,2,4,8")
     else:
         ap.add_argument("--gamma", type=int, default=4)
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--drafter", choices=DRAFTERS, default="model",
+    ap.add_argument("--drafter", choices=list(DRAFTERS), default=DEFAULT_DRAFTER,
                     help="who proposes: the pair's draft model, or prompt lookup (copies what followed an earlier "
                          "occurrence of the last n tokens; the draft model is not used)")
 
 
 def config_from(args) -> DecodeConfig:
-    return DecodeConfig.from_knobs(gamma=args.gamma, temperature=args.temperature, top_k=args.top_k,
+    config = DecodeConfig.from_knobs(gamma=args.gamma, temperature=args.temperature, top_k=args.top_k,
                                    top_p=args.top_p, kl_budget=args.kl_budget, max_new_tokens=args.max_new_tokens,
                                    seed=args.seed, drafts=getattr(args, "drafts", 1), drafter=args.drafter)
+    return check_drafter(config)
 
 
 def run_stats(decoder) -> dict:
@@ -87,31 +81,6 @@ def cmd_generate(args) -> int:
     return 0
 
 
-def _whole_list(flag: str, text: str) -> list[int]:
-    try:
-        return [int(x) for x in text.split(",") if x.strip()] or [1]
-    except ValueError:
-        raise ValueError(f"{flag} must be a comma-separated list of whole numbers, not {text!r}") from None
-
-
-def _threads(text: str) -> int:
-    """--threads: torch's intra-op threads for the whole command."""
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if not 1 <= value <= 1024:
-        raise argparse.ArgumentTypeError(f"--threads must be a whole number in 1..1024, not {text!r}")
-    return value
-
-
-def _number_list(flag: str, text: str) -> list[float]:
-    try:
-        return [float(x) for x in text.split(",") if x.strip()]
-    except ValueError:
-        raise ValueError(f"{flag} must be a comma-separated list of numbers, not {text!r}") from None
-
-
 def cmd_bench(args) -> int:
     from .bench import run_bench, run_drafts_bench
     from .preset_cost import run_preset_cost
@@ -121,11 +90,11 @@ def cmd_bench(args) -> int:
 
         torch.set_num_threads(args.threads)
 
-    if args.drafter == "lookup" and (args.drafts is not None or args.random_weights):
+    if args.drafter == PromptLookup.kind and (args.drafts is not None or args.random_weights):
         raise ValueError("bench --drafter lookup runs the lookup bench: leave out --drafts and --random-weights")
     if args.drafts is not None:
         result = run_drafts_bench(preset=args.preset, draft=args.draft, target=args.target, device=args.device,
-                                  drafts=_whole_list("--drafts", args.drafts), gammas=_whole_list("--gammas", args.gammas),
+                                  drafts=whole_list("--drafts", args.drafts), gammas=whole_list("--gammas", args.gammas),
                                   quick=args.quick, seed=args.seed)
         if args.json:
             print(json.dumps(result))
@@ -133,12 +102,12 @@ def cmd_bench(args) -> int:
             for row in result["rows"]:
                 print("  ".join(f"{k} {v}" for k, v in row.items()))
         return 0
-    if args.drafter == "lookup":
+    if args.drafter == PromptLookup.kind:
         from .lookup_bench import run_lookup_bench
 
         result = run_lookup_bench(preset=args.preset, draft=args.draft, target=args.target, device=args.device,
                                   gamma=args.gamma, quick=args.quick, seed=args.seed,
-                                  temperatures=_number_list("--temperatures", args.temperatures))
+                                  temperatures=number_list("--temperatures", args.temperatures))
     elif args.random_weights:
         result = run_preset_cost(args.preset, device=args.device)
     else:
@@ -150,28 +119,6 @@ def cmd_bench(args) -> int:
         for key, value in result.items():
             print(f"{key:32s} {value}")
     return 0
-
-
-class _Parser(argparse.ArgumentParser):
-    """argparse with one-line errors: 'error: ...' and exit status 2, no usage block."""
-
-    def error(self, message):
-        self.exit(2, f"error: {message} (see python -m specviz --help)\n")
-
-
-def writable_folder(flag: str, path: str) -> None:
-    """ValueError naming `flag` unless `path` is (or can be made) a folder this process can write into."""
-    import tempfile
-    from pathlib import Path
-
-    out = Path(path)
-    if out.exists() and not out.is_dir():
-        raise ValueError(f"{flag} {path!r} is a file; give a folder to write into")
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-        tempfile.TemporaryFile(dir=out).close()
-    except OSError as err:
-        raise ValueError(f"{flag} {path!r} cannot be written: {err.strerror or err}") from None
 
 
 def cmd_report(args) -> int:
@@ -227,11 +174,6 @@ def cmd_whatif(args) -> int:
     return 0
 
 
-def _check_race_seconds(seconds: float) -> None:
-    if not 1 <= seconds <= 3600:
-        raise ValueError(f"--race-seconds must be a number in [1, 3600], not {seconds!r}")
-
-
 def cmd_loadtest(args) -> int:
     from .loadtest import run_attacks, run_loadtest
 
@@ -244,7 +186,7 @@ def cmd_loadtest(args) -> int:
     if args.attacks:
         from .racers import racers_text, run_racers
 
-        _check_race_seconds(args.race_seconds)
+        check_race_seconds(args.race_seconds)
         result = run_attacks(alternations=args.alternations)
         racers = run_racers(seconds=args.race_seconds)
         text = "\n".join(f"{k:32s} {v}" for k, v in result.items()) + "\n" + racers_text(racers)
@@ -281,11 +223,11 @@ def main(argv=None) -> int:
         return 2
 
 
-def build_parser() -> _Parser:
+def build_parser() -> OneLineParser:
     """`python -m specviz`'s parser, one function a subcommand (train, corpus, modelcard and distill-smollm2
     parse their own arguments)."""
-    ap = _Parser(prog="python -m specviz", description="speculative decoding, step by step")
-    sub = ap.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    ap = OneLineParser(prog="python -m specviz", description="speculative decoding, step by step")
+    sub = ap.add_subparsers(dest="command", required=True, parser_class=OneLineParser)
     for add in (add_generate, add_bench, add_report, add_whatif, add_loadtest, add_replay):
         add(sub)
     return ap
@@ -312,7 +254,7 @@ def add_bench(sub) -> None:
     bench = sub.add_parser("bench", help="speculative vs target-only vs transformers' assisted generation")
     _add_decoding_args(bench)
     bench.add_argument("--quick", action="store_true", help="a run of under a minute on a 2-core CPU")
-    bench.add_argument("--threads", type=_threads, default=None,
+    bench.add_argument("--threads", type=thread_count, default=None,
                        help="torch's intra-op threads (default: torch's, every core; the app serves with one fewer)")
     bench.add_argument("--drafts", default=None, help="e.g. 1,2,4: several drafts at once, each k against target-only")
     bench.add_argument("--gammas", default="2,4", help="with --drafts: the gammas to run each k at (default 2,4)")

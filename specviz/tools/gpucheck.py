@@ -28,6 +28,8 @@ import warnings
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+from ..engine.decoding.drafters import PromptLookup
+
 BUDGET_S = 360
 ROOT = Path(__file__).resolve().parents[2]
 CUDA_ENV = {"SPECVIZ_TEST_DEVICE": "cuda", "SPECVIZ_TEST_DTYPE": "float32"}
@@ -97,7 +99,7 @@ def row_bench(timeout: float, graphs: bool) -> dict:
 
 
 def row_lookup(timeout: float) -> dict:
-    result = _bench(["--quick", "--drafter", "lookup"], timeout)
+    result = _bench(["--quick", "--drafter", PromptLookup.kind], timeout)
     rows = result if isinstance(result, list) else result.get("rows", [result])
     return {"ok": True, "figures": {"speedup_vs_target_only": [r.get("speedup_vs_target_only") for r in rows
                                                                 if isinstance(r, dict)]}}
@@ -145,7 +147,7 @@ def row_syncs(timeout: float) -> dict:
 
 ROWS = (("tests", 150, row_tests), ("rewind", 45, row_rewind),
         ("bench graphs", 50, lambda t: row_bench(t, graphs=True)), ("bench eager", 60, lambda t: row_bench(t, graphs=False)),
-        ("lookup", 45, row_lookup), ("syncs", 30, row_syncs),
+        (PromptLookup.kind, 45, row_lookup), ("syncs", 30, row_syncs),
         ("smollm2 random weights", 60, lambda t: row_random_weights("smollm2", t)),
         ("qwen2.5 random weights", 60, lambda t: row_random_weights("qwen2.5", t)))
 

@@ -1,7 +1,7 @@
 """Benchmark of the lookup drafter: prompt lookup vs target-only vs transformers' own prompt lookup.
 
 On the pair's lookup examples (`Preset.lookup_examples`: prompts whose answer copies from them, and one with
-nothing to copy), at each temperature: our `LookupDecoder`, our `TargetOnlyDecoder` and transformers'
+nothing to copy), at each temperature: our speculative decoder with the `PromptLookup` drafter, our `TargetOnlyDecoder` and transformers'
 `generate(prompt_lookup_num_tokens=gamma)` run in one process on the same prompt ids and seeds, interleaved
 prompt by prompt and seed by seed, so that drift in the machine's speed hits each alike. Ratios are
 throughput ratios (tokens per second). At T > 0 transformers keeps a copied token when the token it samples
@@ -16,6 +16,7 @@ import torch
 from ..core.config import DecodeConfig
 from ..core.metrics import metric_set
 from ..engine.decoding.decoders import TargetOnlyDecoder
+from ..engine.decoding.drafters import PromptLookup
 from ..engine.decoding.factory import make_decoder
 from ..engine.models.loading import load_pair
 from ..engine.models.presets import NO_COPY
@@ -62,7 +63,7 @@ def _row(records, calls, hf_tokens: int, hf_s: float) -> dict:
 def run_lookup_bench(preset=None, draft=None, target=None, device=None, gamma=4, quick=False, seed=0,
                      temperatures=(0.0, 0.7), max_ngram: int = 3) -> dict:
     new_tokens = 48 if quick else 96
-    configs = [DecodeConfig(drafter="lookup", gamma=gamma, temperature=t, max_new_tokens=new_tokens, seed=seed,
+    configs = [DecodeConfig(drafter=PromptLookup.kind, gamma=gamma, temperature=t, max_new_tokens=new_tokens, seed=seed,
                             lookup_max_ngram=max_ngram, record=False)
                for t in temperatures]  # validates gamma, seed and every temperature before any model loads
     if not configs:
@@ -93,7 +94,7 @@ def run_lookup_bench(preset=None, draft=None, target=None, device=None, gamma=4,
         by_temperature.append({"temperature": config.temperature, "copy_heavy": copy_heavy, "by_prompt": per_prompt,
                                "live_prompt": first, "live_steps": live["live_steps"],
                                "live_speedup": live["live_speedup"]})
-    return {"preset": pair.name, "device": str(pair.device), "threads": torch.get_num_threads(), "drafter": "lookup",
+    return {"preset": pair.name, "device": str(pair.device), "threads": torch.get_num_threads(), "drafter": PromptLookup.kind,
             "gamma": gamma, "lookup_max_ngram": max_ngram, "lookup_min_ngram": configs[0].lookup_min_ngram,
             "lookup_source": configs[0].lookup_source, "new_tokens_per_run": new_tokens, "seeds": len(seeds),
             "prompts": examples, "copy_heavy_prompts": [n for n in examples if n != NO_COPY],

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from ..core import tracefile
 from ..core.trace import StepTrace
+from ..engine.decoding.drafters import PromptLookup
 from ..engine.models.presets import PRESETS
 from ..engine.serving.run import ComparedRun, RunSettings, WarmRuns
 from ..present.page_settings import PageSettings, settings_from
@@ -63,10 +64,10 @@ LESSON_RECIPES = {
         "kept 3 of 4, resampled: ' CAESAR and'", "kept 1 of 4, resampled: ' SOMERSET'",
         "kept 3 of 4, resampled: '.]\\n\\nQUEEN'")),
     # prompt lookup on the chat pair: the answer copies the paragraph it corrects, and the misspellings are rejected
-    "lookup": Lesson("lookup", "smollm2-local", FIX_SPELLING, 0.0, 0, (
+    "copying": Lesson("copying", "smollm2-local", FIX_SPELLING, 0.0, 0, (
         "kept 0 of 4, resampled: 'The'", "kept 0 of 0, bonus: ' quick'", "kept 2 of 4, resampled: ' brown fox jumped'",
         "kept 0 of 0, bonus: ' over'", "kept 1 of 4, resampled: ' the lazy'", "kept 0 of 0, bonus: ' dog'",
-        "kept 4 of 4, bonus: '. It was a sunny'", "kept 4 of 4, bonus: ' day and the fox was'"), drafter="lookup"),
+        "kept 4 of 4, bonus: '. It was a sunny'", "kept 4 of 4, bonus: ' day and the fox was'"), drafter=PromptLookup.kind),
 }
 
 

@@ -25,6 +25,7 @@ from ..core import conventions, rank_analysis, rejections, theory, tracefile, wh
 from ..core.config import GAMMA_MAX, DecodeConfig
 from ..core.metrics import metric_set
 from ..core.recipe import producer_here
+from ..engine.decoding.drafters import check_drafter
 from ..engine.decoding.sweep import temperature_sweep
 from ..engine.models.loading import load_pair
 from ..engine.serving.run import ComparedRun, RunSettings, WarmRuns
@@ -128,9 +129,9 @@ def run_report(prompts: list[str], out_dir: str | Path, *, preset=None, draft=No
     if isinstance(runs, bool) or not isinstance(runs, int) or not 1 <= runs <= 100:
         raise ValueError(f"runs must be a whole number in 1..100, not {runs!r}")
     gammas = parse_gammas(gamma)
-    configs = {g: [DecodeConfig.from_knobs(gamma=g, temperature=temperature, top_k=top_k, top_p=top_p,
+    configs = {g: [check_drafter(DecodeConfig.from_knobs(gamma=g, temperature=temperature, top_k=top_k, top_p=top_p,
                                            kl_budget=kl_budget, max_new_tokens=max_new_tokens, seed=run,
-                                           drafter=drafter)
+                                           drafter=drafter))
                    for run in range(runs)] for g in gammas}
     pair = load_pair(preset, draft=draft, target=target, device=device)
     out = Path(out_dir)

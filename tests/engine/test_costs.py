@@ -35,10 +35,11 @@ def _round(emitted: int, draft_s: float, target_s: float, gamma: int = 4) -> Ste
 
 def test_the_book_gives_the_median_of_what_was_measured_per_pair_and_round_shape():
     book, pair, shape = CostBook(), ("p", "cpu"), ("model", 1, 4)
-    assert book.costs(pair, shape, lookup=False) is None  # nothing timed yet
+    assert book.costs(pair, shape) is None  # nothing timed yet
     book.record(pair, shape, prefill=(100, 0.5), target_s=[0.01, 0.03, 0.02],
                 rounds=[_round(3, 0.04, 0.05), _round(5, 0.08, 0.07), _round(1, 0.04, 0.06)])
-    assert book.costs(pair, shape, lookup=False) == ForwardCosts(
+    assert book.costs(pair, shape) == ForwardCosts(
         prefill_token_s=0.005, target_s=0.02, verify_s=0.06, draft_s=0.01, tokens_per_round=3)
-    assert book.costs(pair, ("model", 1, 8), lookup=False) is None  # another gamma is another round
-    assert book.costs(pair, shape, lookup=True).draft_s == 0.0  # prompt lookup runs no draft model
+    assert book.costs(pair, ("model", 1, 8)) is None  # another gamma is another round
+    book.record(pair, ("lookup", 1, 4), target_s=[0.02], rounds=[_round(2, 0.0004, 0.05)])
+    assert book.costs(pair, ("lookup", 1, 4)).draft_s == pytest.approx(0.0001)  # a drafter's own time: prompt lookup's search

@@ -44,7 +44,7 @@ def test_cached_logits_after_rejections_equal_a_fresh_forward(pair):
         fresh_draft = pair.draft(torch.tensor([dec.tokens], device=pair.device)).logits[0, -1, : pair.vocab_size]
     assert dec.target.seen == len(dec.tokens) - 1
     cached = dec.target.forward(dec.tokens[dec.target.seen:])[-1]
-    cached_draft = dec.draft.forward(dec.tokens[dec.draft.seen:])[-1]
+    cached_draft = dec.drafter.model.forward(dec.tokens[dec.drafter.model.seen:])[-1]
     tol = 1e-4 if pair.dtype == torch.float32 else 5e-2  # half precision: a cached and a fresh pass round differently
     assert torch.allclose(cached.float(), fresh.float(), atol=tol)
     assert torch.allclose(cached_draft.float(), fresh_draft.float(), atol=tol)

@@ -27,7 +27,7 @@ def tiny(tmp_path_factory):
 
 def test_the_pair_loads_with_its_feature_layer_and_the_decoder_uses_it(tiny):
     dec = make_decoder(tiny, "ROMEO.", DecodeConfig(gamma=3, max_new_tokens=12))
-    assert isinstance(dec.draft, FeatureDraft) and dec.target.keep_features
+    assert isinstance(dec.drafter.model, FeatureDraft) and dec.target.keep_features
     assert tiny.draft.get_input_embeddings() is tiny.target.get_input_embeddings()
     assert not TargetOnlyDecoder(tiny, "ROMEO.", DecodeConfig(max_new_tokens=2)).target.keep_features
 
@@ -36,7 +36,7 @@ def test_the_pair_loads_with_its_feature_layer_and_the_decoder_uses_it(tiny):
 def test_the_draft_reads_the_targets_features_then_its_own_guesses(tiny, static):
     config = DecodeConfig(gamma=3, max_new_tokens=40, seed=1)
     dec = make_decoder(tiny, "ROMEO.\nBut soft", config, static_cache=static)
-    assert (dec.draft.static is not None) == static
+    assert (dec.drafter.model.static is not None) == static
     checked = 0
     for _ in range(5):
         before = list(dec.tokens)
@@ -59,7 +59,7 @@ def test_the_cache_keeps_no_position_computed_from_a_guess(tiny, static):
     for _ in range(6):
         trace = dec.step()
         accepted += trace.n_accepted
-        assert dec.draft.true_seen == dec.draft.seen <= dec.target.seen
+        assert dec.drafter.model.true_seen == dec.drafter.model.seen <= dec.target.seen
         assert dec.target.features.shape[1] == dec.target.seen
     assert accepted > 0  # some rounds accepted drafts, which the next round recomputed from the target
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 import pytest
 
 from specviz.core.config import DecodeConfig
-from specviz.core.trace import StepTrace
+from specviz.core.trace import LookupTrace, StepTrace
 from specviz.engine.decoding.factory import make_decoder
-from specviz.engine.decoding.lookup_decoder import LookupDecoder
+from specviz.engine.decoding.lookup_draft import PromptLookup
 from tests.engine.first_token import first_token_pvalue
 from tests.engine.greedy import greedy_parity
 
@@ -18,11 +18,17 @@ def lookup(**knobs) -> DecodeConfig:
     return DecodeConfig(drafter="lookup", **knobs)
 
 
+def where(trace: StepTrace) -> LookupTrace:
+    """Where a lookup round copied from, as its trace's draft source tells it."""
+    assert trace.source.kind == "lookup"
+    return LookupTrace(**trace.source.details)
+
+
 @pytest.mark.parametrize("gamma", [2, 5])
 def test_greedy_lookup_equals_target_only_and_hf_generate(pair, gamma):
     for prompt in PROMPTS:
         spec = greedy_parity(pair, prompt, lookup(gamma=gamma, temperature=0, max_new_tokens=32))
-        assert isinstance(spec, LookupDecoder) and spec.counters.accepted > 0
+        assert isinstance(spec.drafter, PromptLookup) and spec.counters.accepted > 0
 
 
 def test_first_sampled_token_follows_the_target_when_copied_drafts_are_verified(pair):
@@ -48,37 +54,44 @@ def test_a_copied_round_shows_q_at_one_accept_chance_p_and_the_residual_p_withou
             assert residual[x] == 0.0
             other = max((i for i in p if i != x), key=p.get)
             assert residual[other] == pytest.approx(p[other] / (1 - p[x]), rel=1e-4)
-        assert trace.drafter == "lookup" and trace.counters.draft_calls == 0
+        assert trace.source.kind == "lookup" and trace.counters.draft_calls == 0
     assert seen_rejection
 
 
 def test_the_trace_says_where_the_drafts_were_copied_from(pair):
     trace = make_decoder(pair, REPEATED, lookup(gamma=4)).step()
-    assert trace.lookup.ngram == 1 and trace.lookup.start == 1 and trace.lookup.in_prompt
-    assert trace.lookup.matched == ["KING"] and trace.lookup.copied == [".", "\n", "KING"]
-    assert [p.draft_text for p in trace.positions] == trace.lookup.copied
+    assert where(trace).ngram == 1 and where(trace).start == 1 and where(trace).in_prompt
+    assert where(trace).matched == ["KING"] and where(trace).copied == [".", "\n", "KING"]
+    assert [p.draft_text for p in trace.positions] == where(trace).copied
     assert StepTrace.from_dict(trace.to_dict()) == trace
 
 
 def test_no_earlier_match_proposes_nothing_and_the_round_is_one_target_pass(pair):
     dec = make_decoder(pair, "KING", lookup(gamma=4))
     trace = dec.step()
-    assert trace.positions == [] and trace.lookup.ngram == 0
+    assert trace.positions == [] and where(trace).ngram == 0
     assert [e.kind for e in trace.emitted] == ["bonus"] and trace.correction.kind == "bonus"
     assert dec.counters.target_calls == 1 and dec.records[0].gamma == 0
-    assert not hasattr(dec, "draft")  # the pair's draft model never runs
+    assert dec.cache_kinds.keys() == {"target"} and dec.drafter.held_bytes() == 0  # no draft model runs
 
 
 def test_looking_in_the_prompt_only_copies_from_the_prompt(pair):
     dec = make_decoder(pair, PROMPTS[2], lookup(gamma=4, lookup_source="prompt", max_new_tokens=48, seed=2))
     traces = dec.run()
-    assert all(t.lookup.in_prompt for t in traces if t.lookup.ngram)
-    assert any(t.lookup.ngram for t in traces)
+    assert all(where(t).in_prompt for t in traces if where(t).ngram)
+    assert any(where(t).ngram for t in traces)
 
 
-def test_a_model_drafted_trace_keeps_its_old_fields(pair):
-    data = make_decoder(pair, PROMPTS[0], DecodeConfig(gamma=2)).step().to_dict()
-    assert "drafter" not in data and "lookup" not in data
+def test_traces_written_before_the_draft_source_was_one_record_read_back_with_their_source(pair):
+    """Exported runs and report traces hold `drafter`, `lookup` and `draft_reads_target` instead of `source`."""
+    copied = make_decoder(pair, REPEATED, lookup(gamma=4)).step()
+    old = {k: v for k, v in copied.to_dict().items() if k != "source"}
+    old.update(drafter="lookup", lookup=copied.source.details, draft_reads_target=False)
+    assert StepTrace.from_dict(old) == copied
+    modelled = make_decoder(pair, PROMPTS[0], DecodeConfig(gamma=2)).step()
+    old = {k: v for k, v in modelled.to_dict().items() if k != "source"}
+    assert StepTrace.from_dict(old).source == modelled.source
+    assert StepTrace.from_dict({**old, "draft_reads_target": True}).source.details == {"reads_target": True}
 
 
 @pytest.mark.parametrize("lang, none_said, none_told", [("en", "nothing is copied", "nothing to copy"),
@@ -110,7 +123,8 @@ def test_the_counters_count_no_draft_forward_for_copied_drafts(pair):
 
     dec = make_decoder(pair, REPEATED, lookup(gamma=4))
     dec.step()
-    html = render.counters_html(metric_set(dec.records, [0.01] * 3), "cpu", False, 3, 1, lookup=True)
+    html = render.counters_html(metric_set(dec.records, [0.01] * 3), "cpu", False, 3, 1,
+                                draft_passes=dec.counters.draft_calls)
     assert "<td>draft passes</td><td><b>0</b></td>" in html
 
 

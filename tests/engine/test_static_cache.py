@@ -202,8 +202,8 @@ def test_the_cache_kind_names_each_model_when_they_differ(pair):
     spec.target.static.captured[3] = object()
     assert spec.cache_kinds == {"draft": "static", "target": "cuda graphs"}
     assert spec.cache_kind == "draft: static, target: cuda graphs"
-    spec.draft.static.graph_error = "CUDA graph capture failed: the replayed 1-token forward differs"
-    spec._note_graph_error("draft", spec.draft)
+    spec.drafter.model.static.graph_error = "CUDA graph capture failed: the replayed 1-token forward differs"
+    spec._note_graph_error("draft", spec.drafter.model)
     assert spec.graphs_off.endswith("draft: CUDA graph capture failed: the replayed 1-token forward differs")
     base = TargetOnlyDecoder(pair, "KING.\nNow", DecodeConfig(gamma=2, max_new_tokens=4), static_cache=True)
     assert base.cache_kinds == {"target": graphs}

@@ -11,7 +11,6 @@ from specviz.core.config import DecodeConfig
 from specviz.core.trace import StepTrace
 from specviz.engine.decoding.decoders import SpeculativeDecoder
 from specviz.engine.decoding.factory import decoder_class, make_decoder
-from specviz.engine.decoding.lookup_decoder import LookupDecoder
 from specviz.engine.decoding.tree_decoder import TreeDecoder
 from tests.engine.greedy import greedy_parity
 from tests.stats import chi_square_pvalue
@@ -28,10 +27,11 @@ def test_greedy_tree_equals_target_only(pair, drafts):
 def test_the_factory_picks_the_decoder_and_a_chain_refuses_what_it_would_not_honour(pair):
     assert decoder_class(DecodeConfig()) is SpeculativeDecoder
     assert decoder_class(DecodeConfig(drafts=3)) is TreeDecoder
-    assert decoder_class(DecodeConfig(drafter="lookup")) is LookupDecoder
-    for config in (DecodeConfig(drafts=2), DecodeConfig(drafter="lookup")):
-        with pytest.raises(ValueError, match="make_decoder"):
-            SpeculativeDecoder(pair, PROMPT, config)
+    assert decoder_class(DecodeConfig(drafter="lookup")) is SpeculativeDecoder
+    with pytest.raises(ValueError, match="make_decoder"):
+        SpeculativeDecoder(pair, PROMPT, DecodeConfig(drafts=2))
+    with pytest.raises(ValueError, match="drafter lookup"):
+        decoder_class(DecodeConfig(drafter="lookup", drafts=2))
 
 
 @pytest.mark.parametrize("drafts,warping", [(2, {"top_k": 20}), (4, {"top_p": 0.8, "temperature": 0.8})])
@@ -67,9 +67,9 @@ def test_caches_keep_only_the_accepted_path(pair):
     with torch.inference_mode():
         fresh = pair.target(torch.tensor([dec.tokens], device=pair.device)).logits[0, -1, : pair.vocab_size]
         fresh_draft = pair.draft(torch.tensor([dec.tokens], device=pair.device)).logits[0, -1, : pair.vocab_size]
-    assert dec.target.seen == len(dec.tokens) - 1 and dec.target.rows == dec.draft.rows == 1
+    assert dec.target.seen == len(dec.tokens) - 1 and dec.target.rows == dec.drafter.model.rows == 1
     cached = dec.target.forward(dec.tokens[dec.target.seen:])[-1]
-    cached_draft = dec.draft.forward(dec.tokens[dec.draft.seen:])[-1]
+    cached_draft = dec.drafter.model.forward(dec.tokens[dec.drafter.model.seen:])[-1]
     tol = 1e-4 if pair.dtype == torch.float32 else 5e-2
     assert torch.allclose(cached.float(), fresh.float(), atol=tol)
     assert torch.allclose(cached_draft.float(), fresh_draft.float(), atol=tol)

@@ -37,7 +37,7 @@ def test_a_runs_kv_bytes_are_what_its_caches_hold(pair):
     run = ComparedRun(_settings(0), stateless=False, warm=WarmRuns(4))
     for _ in range(3):
         run.step()
-    caches = [run.spec.target.cache, run.spec.draft.cache, run.base.target.cache]
+    caches = [run.spec.target.cache, run.spec.drafter.model.cache, run.base.target.cache]
     assert run.kv_bytes() == sum(_tensor_bytes(c) for c in caches) > 0
     run.hibernate()
     assert run.kv_bytes() == 0

@@ -71,7 +71,7 @@ def test_the_card_says_what_a_draft_reading_the_targets_hidden_states_sees(pair)
     """Only a draft that reads the target's features gets the note, in the notation's letter and each language."""
     [trace] = first_rounds(pair, 1.0, steps=1)
     assert "draft-reads" not in render.step_card(trace)
-    trace.draft_reads_target = True
+    trace.source.details = {"reads_target": True}
     english = text(render.step_card(trace, "leviathan"))
     assert "hidden state" in english and "changes only q" in english
     assert "changes only p" in text(render.step_card(trace, "chen")) and "changes only θ" in text(render.step_card(trace, "masada"))

@@ -14,7 +14,7 @@ def test_generate_with_lookup_at_t0_prints_what_the_baseline_prints():
     base = json.loads(run_cli(*args, "--baseline").stdout)
     assert lookup["token_ids"] == base["token_ids"]
     assert lookup["stats"]["target_calls"] < base["stats"]["target_calls"]
-    assert all(step["drafter"] == "lookup" for step in lookup["steps"])
+    assert all(step["source"]["kind"] == "lookup" for step in lookup["steps"])
 
 
 def test_bad_drafter_settings_exit_with_one_line():

@@ -18,6 +18,7 @@ import pytest
 from specviz.core import rejections
 from specviz.core.config import DecodeConfig
 from specviz.engine.decoding.decoders import SpeculativeDecoder
+from specviz.engine.decoding.model_draft import ModelDraft
 from specviz.engine.models.loading import load_pair
 from specviz.present.diagnosis import diagnosis_text
 from tests.defects import GreedyDraft, NaNDraft, PermutedDraft, ShiftedHeadDraft, TemperedDraft, noisy_draft
@@ -25,16 +26,16 @@ from tests.defects import GreedyDraft, NaNDraft, PermutedDraft, ShiftedHeadDraft
 PROMPTS = ("ROMEO.\nBut soft", "KING.\nNow is the time")
 
 
-def analysis_rows(pair, decoder=SpeculativeDecoder) -> list:
+def analysis_rows(pair, drafter=ModelDraft) -> list:
     rows = []
     for i, prompt in enumerate(PROMPTS):
-        dec = decoder(pair, prompt, DecodeConfig(gamma=4, max_new_tokens=40, seed=0))
+        dec = SpeculativeDecoder(pair, prompt, DecodeConfig(gamma=4, max_new_tokens=40, seed=0), drafter=drafter)
         rows += rejections.tested_drafts(dec.run(), i)
     return rows
 
 
-def analysis_of(pair, decoder=SpeculativeDecoder) -> dict:
-    analysis = rejections.analyse(analysis_rows(pair, decoder))
+def analysis_of(pair, drafter=ModelDraft) -> dict:
+    analysis = rejections.analyse(analysis_rows(pair, drafter))
     analysis["diagnosis"] = diagnosis_text(analysis, None, None, 1.0)
     return analysis
 
@@ -83,7 +84,7 @@ def test_token_ids_that_mean_other_tokens_are_named_a_tokenizer_mismatch(pair):
 
 def test_nan_logits_are_refused_by_the_engine_and_named_in_a_foreign_run(pair):
     with pytest.raises(ValueError, match="NaN"):
-        NaNDraft(pair, PROMPTS[0], DecodeConfig(gamma=4, max_new_tokens=8, seed=0)).run()
+        SpeculativeDecoder(pair, PROMPTS[0], DecodeConfig(gamma=4, max_new_tokens=8, seed=0), drafter=NaNDraft).run()
     # a run recorded by an engine without that check: p is NaN, and u < NaN is false, so nothing is accepted
     rows = [replace(r, target_prob=math.nan, accepted=False) for r in analysis_rows(pair)]
     analysis = rejections.analyse(rows)

@@ -1,279 +1,43 @@
-"""Step-wise speculative decoding over real models, and the target-only baseline.
+"""Step-wise speculative decoding over real models (the target-only baseline and what every decoder shares
+are in `base`).
 
 One `SpeculativeDecoder.step()` is one round of the algorithm:
-  1. draft    gamma cached draft forwards, one new token each, sampled from the warped draft
-  2. verify   one cached target forward over the gamma + 1 new positions
-  3. correct  `sampling.verify`: accept a prefix, then resample at the first rejection or add
-              the bonus token; both KV caches are cropped back so no prefix is ever recomputed
-Randomness comes only from the decoder's own `torch.Generator(seed)`.
-
-A decoder's progress can leave as plain data (`state()`) and resume elsewhere
-(`resume=`), rebuilding its KV caches from the token ids: what ZeroGPU's process boundary needs.
-
-Over 300 lines on purpose: the round (draft, verify, correct) and the trace that tells it are kept in
-one file so the algorithm reads top to bottom beside what the step card shows of each step.
+  1. draft    the drafter's proposal (the draft model: gamma cached forwards, one token each, sampled from
+              the warped draft), tokens and q on the device
+  2. verify   one cached target forward over the pending token and the drafts, its ids from the device
+  3. correct  `sampling.verify_round`: accept a prefix, then resample at the first rejection or add the bonus
+              token, vectorised over the positions; both KV caches are cropped back so no prefix is recomputed
+The round stays on the device until one read at its end (`sampling.pack`: tokens, verdicts and, with traces on,
+what the card shows). Randomness comes only from the decoder's own `torch.Generator(seed)`: a round's uniforms
+are drawn in one call.
 """
 from __future__ import annotations
 
-import copy
 import time
-from dataclasses import dataclass, field
 
 import torch
 
 from ...core import sampling
 from ...core.config import DecodeConfig
-from ...core.trace import Candidate, Correction, Counters, EmittedToken, PositionTrace, StepRecord, StepTrace
-from ..caches.cache import CachedModel
-from ..caches.static_cache import plan as static_plan
-from ..caches.static_cache import unsupported_reason
+from ...core.trace import Counters, DraftSource, EmittedToken, StepRecord, StepTrace
 from ..models.loading import ModelPair
-from ..models.policy import prompt_token_limit
-from .feature_draft import cached_draft, reads_features
+from ..timing import Timer
+from . import round_trace
+from .base import (
+    Decoder,
+    DecoderState,
+    DecodingFinished,
+    TargetOnlyDecoder,
+    check_prompt,
+    clean_text,
+    prepare_prompt,
+    sync_device,
+)
+from .drafters import drafter_class
+from .drafting import Drafted, Drafter, TokenContext
 
 __all__ = ["Decoder", "DecoderState", "DecodingFinished", "Drafted", "SpeculativeDecoder", "TargetOnlyDecoder",
-           "counted_drafts", "sync_device"]
-
-MAX_PROMPT_CHARS = 20_000
-
-
-class DecodingFinished(RuntimeError):
-    """step() was called after EOS or max_new_tokens."""
-
-
-def clean_text(text: str) -> str:
-    """Text that can be tokenised and sent back to a browser: lone surrogates become U+FFFD (a pair of
-    surrogates, as some JSON decoders leave them, becomes the character it encodes)."""
-    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
-
-
-def check_prompt(prompt: str) -> None:
-    """ValueError for an empty or oversized prompt (before any model is touched)."""
-    if not isinstance(prompt, str) or not prompt.strip():
-        raise ValueError("the prompt is empty: type some text to continue")
-    if len(prompt) > MAX_PROMPT_CHARS:
-        raise ValueError(f"the prompt has {len(prompt):,} characters; the limit is {MAX_PROMPT_CHARS:,}")
-
-
-def prepare_prompt(pair: ModelPair, prompt: str, config: DecodeConfig) -> tuple[list[int], str]:
-    """Token ids of the prompt, left-truncated to leave room in the context window; and a notice."""
-    check_prompt(prompt)
-    ids = pair.encode(clean_text(prompt))
-    if not ids:
-        raise ValueError("the prompt produced no tokens")
-    limit = prompt_token_limit(pair.ref)
-    if len(ids) > limit:  # refused before any forward: the prefill's cost grows with the prompt's tokens
-        raise ValueError(f"the prompt is {len(ids):,} tokens for this pair; the limit is {limit:,} tokens "
-                         "(SPECVIZ_MAX_PROMPT_TOKENS)")
-    room = pair.context_window - config.max_new_tokens - config.gamma - 1
-    if room < 1:
-        raise ValueError(f"max_new_tokens {config.max_new_tokens} + gamma {config.gamma} does not fit the "
-                         f"{pair.context_window}-token context window; ask for fewer new tokens")
-    if len(ids) > room:
-        return ids[-room:], f"prompt truncated from the left to its last {room} of {len(ids)} tokens to fit the context window"
-    return ids, ""
-
-
-def sync_device(device: torch.device) -> None:
-    """Wait for the device's queued work (CUDA), so that a timer read after it counts the work."""
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-
-
-def _generator_bytes(generator: torch.Generator) -> bytes:
-    return generator.get_state().numpy().tobytes()
-
-
-@dataclass
-class DecoderState:
-    """A decoder's progress as plain data: token ids, its generator's state, counters, records."""
-    tokens: list[int]
-    n_prompt: int
-    notice: str
-    generator: bytes
-    counters: Counters
-    finished: bool
-    records: list[StepRecord] = field(default_factory=list)  # speculative steps
-    call_s: list[float] = field(default_factory=list)        # baseline forwards
-
-
-class Decoder:
-    """What every decoder shares: prompt, token list, generator, caches and prefill, stopping."""
-
-    static_ok = True  # False where several rows share a cache (several drafts): those need the dynamic one
-
-    def __init__(self, pair: ModelPair, prompt: str, config: DecodeConfig, *, resume: DecoderState | None = None,
-                 static_cache: bool | None = None, prefilled: Decoder | None = None):
-        if not isinstance(config, DecodeConfig):
-            raise TypeError("config must be a DecodeConfig")
-        self.pair, self.config = pair, config
-        self.generator = torch.Generator(device=pair.device).manual_seed(config.seed)
-        self.eos = pair.tokenizer.eos_token_id
-        if resume is None:
-            prompt_ids, self.notice = ((prefilled.prompt_ids, prefilled.notice) if prefilled is not None
-                                       else prepare_prompt(pair, prompt, config))
-            self.tokens, self.n_prompt = list(prompt_ids), len(prompt_ids)
-            self.counters, self.finished = Counters(), False
-            self.records: list[StepRecord] = []
-            self.call_s: list[float] = []
-        else:
-            self.tokens, self.n_prompt, self.notice = list(resume.tokens), resume.n_prompt, resume.notice
-            self.generator.set_state(torch.frombuffer(bytearray(resume.generator), dtype=torch.uint8))
-            self.counters, self.finished = Counters(**vars(resume.counters)), resume.finished
-            self.records, self.call_s = list(resume.records), list(resume.call_s)
-        self.cache_options = self._cache_options(static_cache)
-        self.target = self._shared_target(prefilled)
-        if self.target is not None:
-            self.prefill_s = 0.0  # `prefilled` paid it
-        else:
-            self.target = CachedModel(pair.target, pair.vocab_size, keep_features=self._needs_target_features(),
-                                      **self.cache_options)
-            self.prefill_s = self._prefill(self.target)
-        self.capture_s = self.target.capture(self._target_sizes())
-        self._note_graph_error("target", self.target)
-
-    def _cache_options(self, static_cache: bool | None) -> dict:
-        """Which KV cache: static (one fixed buffer; CUDA graphs on CUDA) or dynamic. None decides by
-        `static_cache.plan` (static with graphs on CUDA unless SPECVIZ_CUDA_GRAPHS=0); True forces the static
-        cache (eager off CUDA: the tests' parity runs), False the dynamic one. `graphs_off` says why not graphs."""
-        pair = self.pair
-        graphs_ok, why_not = static_plan(pair.device, [pair.target, pair.draft])
-        if not self.static_ok:
-            use, graphs, self.graphs_off = False, False, "several drafts share one cache"
-        elif static_cache is None:
-            use, graphs, self.graphs_off = graphs_ok, graphs_ok, why_not
-        else:
-            use, graphs = bool(static_cache), bool(static_cache) and graphs_ok
-            self.graphs_off = why_not if static_cache else "the dynamic cache was asked for"
-            for model in (pair.target, pair.draft) if use else ():
-                if reason := unsupported_reason(model):
-                    raise ValueError(f"static_cache=True cannot run this pair: {reason}")
-        if not use:
-            return {}
-        return {"static_len": self.n_prompt + self.config.max_new_tokens + self.config.gamma + 1, "graphs": graphs}
-
-    def _shared_target(self, prefilled: Decoder | None) -> CachedModel | None:
-        """A copy of `prefilled`'s target cache (the same pair and prompt, not stepped yet, the same kind of
-        cache), as `fork` copies it; None where it cannot stand for this decoder's own prefill."""
-        if prefilled is None:
-            return None
-        same = (prefilled.pair is self.pair and prefilled.tokens == self.tokens and not prefilled.generated_ids
-                and prefilled.target.seen == len(self.tokens) - 1 and prefilled.cache_options == self.cache_options
-                and prefilled.target.rows == 1)
-        if not same:
-            return None
-        target = prefilled.target.fork()
-        if not self._needs_target_features():  # the draft's features stay with the draft's side
-            target.keep_features, target.features = False, None
-        return target
-
-    def _target_sizes(self) -> list[int]:
-        """How many new tokens the target's forwards take after the prefill (what is captured)."""
-        return [1]
-
-    def _note_graph_error(self, role: str, model: CachedModel) -> None:
-        if model.static is not None and model.static.graph_error:
-            self.graphs_off = "; ".join(filter(None, (self.graphs_off, f"{role}: {model.static.graph_error}")))
-
-    @property
-    def cache_kinds(self) -> dict[str, str]:
-        """How each model runs, 'cuda graphs', 'static' or 'dynamic': {'draft': ..., 'target': ...} (the
-        baseline: target only). A failed capture leaves one model eager while the other replays graphs."""
-        models = {"draft": getattr(self, "draft", None), "target": self.target}
-        return {role: ("dynamic" if m.static is None else "cuda graphs" if m.static.captured else "static")
-                for role, m in models.items() if m is not None}
-
-    @property
-    def cache_kind(self) -> str:
-        """One word where every model runs alike ('cuda graphs', 'static', 'dynamic'), else each model's,
-        e.g. 'draft: static, target: cuda graphs' (for reports)."""
-        kinds = self.cache_kinds
-        if len(set(kinds.values())) == 1:
-            return next(iter(kinds.values()))
-        return ", ".join(f"{role}: {kind}" for role, kind in kinds.items())
-
-    def _needs_target_features(self) -> bool:
-        return False  # only a draft that reads the target's hidden states needs them kept
-
-    def _prefill(self, model: CachedModel) -> float:
-        """The last token stays pending: its logits start the next step."""
-        t0 = time.perf_counter()
-        model.prefill(self.tokens[:-1])
-        sync_device(self.pair.device)
-        return time.perf_counter() - t0
-
-    def fork(self, seed: int):
-        """This run from where it stands, on with another seed: the caches are copied, not recomputed
-        (many seeded continuations of one prefix cost one prefill)."""
-        twin = copy.copy(self)
-        twin.tokens, twin.records, twin.call_s = list(self.tokens), list(self.records), list(self.call_s)
-        twin.counters = Counters(**vars(self.counters))
-        twin.generator = torch.Generator(device=self.pair.device).manual_seed(seed)
-        twin.target = self.target.fork()
-        if hasattr(self, "draft"):
-            twin.draft = self.draft.fork(twin.target)
-        return twin
-
-    def state(self) -> DecoderState:
-        return DecoderState(tokens=list(self.tokens), n_prompt=self.n_prompt, notice=self.notice,
-                            generator=_generator_bytes(self.generator), counters=Counters(**vars(self.counters)),
-                            finished=self.finished, records=list(self.records), call_s=list(self.call_s))
-
-    @property
-    def prompt_ids(self) -> list[int]:
-        return self.tokens[: self.n_prompt]
-
-    @property
-    def generated_ids(self) -> list[int]:
-        return self.tokens[self.n_prompt:]
-
-    @property
-    def text(self) -> str:
-        return self.pair.tokenizer.decode(self.generated_ids, skip_special_tokens=True)
-
-    def _accept_new(self, new_ids: list[int]) -> list[int]:
-        """Append new tokens, cut at EOS and max_new_tokens; returns what was kept."""
-        room = self.config.max_new_tokens - len(self.generated_ids)
-        kept = new_ids[:room]
-        if self.eos is not None and self.eos in kept:
-            kept = kept[: kept.index(self.eos) + 1]
-            self.finished = True
-        self.tokens.extend(kept)
-        self.counters.tokens += len(kept)
-        if len(self.generated_ids) >= self.config.max_new_tokens:
-            self.finished = True
-        return kept
-
-    def _check_not_finished(self):
-        if self.finished:
-            raise DecodingFinished(f"generation has finished ({len(self.generated_ids)} tokens); press Reset to start again")
-
-    def run(self):
-        """Step until EOS or max_new_tokens; returns the list of step results."""
-        out = []
-        while not self.finished:
-            out.append(self.step())
-        return out
-
-
-class TargetOnlyDecoder(Decoder):
-    """The baseline: one token per cached target forward, same warping and seed handling."""
-
-    def step(self) -> EmittedToken:
-        self._check_not_finished()
-        t0 = time.perf_counter()
-        logits = self.target.forward(self.tokens[self.target.seen:], keep=1)[-1]  # [V]
-        token = sampling.sample(self.config.warp(logits), self.generator)
-        sync_device(self.pair.device)
-        elapsed = time.perf_counter() - t0
-        self.counters.target_calls += 1
-        self.counters.compute_s += elapsed
-        self.call_s.append(elapsed)
-        kept = self._accept_new([token])
-        return EmittedToken(id=token, text=self.pair.token_text(token) if kept else "", kind="target",
-                            step=self.counters.target_calls)
-
-
+           "check_prompt", "clean_text", "counted_drafts", "prepare_prompt", "sync_device"]
 def counted_drafts(eos: int | None, result, gamma: int) -> dict:
     """n_accepted, n_examined and after_eos of a round as the metrics count them: an accepted EOS ends the
     text, so the drafts after it are never output and count as neither drafted, tested nor accepted
@@ -285,185 +49,134 @@ def counted_drafts(eos: int | None, result, gamma: int) -> dict:
     return {"n_accepted": kept, "n_examined": kept, "after_eos": gamma - kept}
 
 
-@dataclass
-class Drafted:
-    """One round's drafts: what the tree and lookup decoders build on too."""
-    tokens: list[int]            # [gamma]
-    probs: torch.Tensor          # [gamma, V] the warped draft distributions they were drawn from
-
-
 class SpeculativeDecoder(Decoder):
     """Speculative sampling (kl_budget = 0) or mentored decoding (kl_budget > 0), one round per step().
 
-    One chain drafted by the draft model. Several drafts at once (config.drafts > 1) are `tree_decoder.TreeDecoder`'s,
-    drafts copied by prompt lookup (config.drafter "lookup") `lookup_decoder.LookupDecoder`'s: `factory.make_decoder`
-    picks the one a config asks for, and this class refuses a config it would not honour."""
+    One chain, proposed by the decoder's drafter (`drafters`: the draft model, prompt lookup, ...). Several drafts at
+    once (config.drafts > 1) are `tree_decoder.TreeDecoder`'s: `factory.make_decoder` picks the decoder and the
+    drafter a config asks for, and this class refuses a config it would not honour."""
 
     def __init__(self, pair: ModelPair, prompt: str, config: DecodeConfig, *, resume: DecoderState | None = None,
-                 static_cache: bool | None = None):
-        if type(self) is SpeculativeDecoder and isinstance(config, DecodeConfig) and (
-                config.drafts > 1 or config.drafter == "lookup"):
-            raise ValueError("SpeculativeDecoder drafts one chain with the draft model; this config asks for "
-                             f"{'several drafts' if config.drafts > 1 else 'prompt lookup'}: build it with "
-                             "make_decoder(pair, prompt, config)")
+                 static_cache: bool | None = None, drafter: type[Drafter] | None = None):
+        if type(self) is SpeculativeDecoder and isinstance(config, DecodeConfig) and config.drafts > 1:
+            raise ValueError("SpeculativeDecoder drafts one chain; this config asks for several drafts: build it "
+                             "with make_decoder(pair, prompt, config)")
+        self.drafter_class = drafter or (drafter_class(config) if isinstance(config, DecodeConfig) else None)
         super().__init__(pair, prompt, config, resume=resume, static_cache=static_cache)
-        self.draft = cached_draft(pair.draft, pair.vocab_size, self.target, **self.cache_options)
-        self.prefill_s += self._prefill(self.draft)
-        # a plain draft's first call covers 1 token, or 2 after a bonus; a feature draft's covers the
-        # tokens accepted in the last round, recomputed from the target's features, and the pending one
-        gamma = self.config.gamma
-        self.capture_s += self.draft.capture(range(1, gamma + 2) if reads_features(pair.draft) else [1, 2])
-        self._note_graph_error("draft", self.draft)
+        self.drafter: Drafter = self.drafter_class(pair, config, self.target, self.cache_options, self.generator)
+        t0 = time.perf_counter()
+        self.drafter.prefill(self._context())
+        sync_device(pair.device)
+        self.prefill_s += time.perf_counter() - t0
+        self.capture_s += self.drafter.capture()
+        if error := self.drafter.graph_error():
+            self.graphs_off = "; ".join(filter(None, (self.graphs_off, f"draft: {error}")))
 
     def _target_sizes(self) -> list[int]:
-        return [self.config.gamma + 1]  # every verify: the pending token and gamma drafts
+        return self.drafter_class.verify_sizes(self.config.gamma)
 
     def _needs_target_features(self) -> bool:
-        return reads_features(self.pair.draft)
+        return self.drafter_class.reads_target_features(self.pair)
+
+    @property
+    def cache_kinds(self) -> dict[str, str]:
+        return {**self.drafter.cache_kinds(), **super().cache_kinds}
+
+    def held_bytes(self) -> int:
+        return super().held_bytes() + self.drafter.held_bytes()
+
+    def fork(self, seed: int):
+        twin = super().fork(seed)
+        twin.drafter = self.drafter.fork(twin.target, twin.generator)
+        return twin
 
     @property
     def steps(self) -> int:
         return len(self.records)
 
     def step(self) -> StepTrace | None:
-        """One round; returns its StepTrace (None when config.record is off)."""
+        """One round; returns its StepTrace (None when config.record is off). The round stays on the device until
+        its one read back to the host (`sampling.pack`), after the correction."""
         self._check_not_finished()
-        t0 = time.perf_counter()
-        drafted = self._draft()                               # 1. draft
-        t1 = time.perf_counter()
-        target_probs = self._verify(drafted)                  # 2. verify   [gamma+1, V]
-        t2 = time.perf_counter()
-        result, kept = self._correct(target_probs, drafted)   # 3. correct
-        t3 = time.perf_counter()
-        record = StepRecord(gamma=len(drafted.tokens), n_emitted=len(kept), draft_s=t1 - t0, target_s=t2 - t1,
-                            step_s=t3 - t0, **counted_drafts(self.eos, result, len(drafted.tokens)))
+        gamma, device, timer = self.config.gamma, self.pair.device, Timer(self.pair.device)
+        # the round's uniforms in one call: gamma for the drafter's draws, then gamma + 1 for verify and correct
+        uniforms = torch.rand(2 * gamma + 1, generator=self.generator, device=device, dtype=torch.float64)
+        start = timer.mark()
+        drafted = self.drafter.propose(self._context(uniforms[:gamma]), gamma)    # 1. draft
+        drafted_at = timer.mark()
+        target_probs = self._verify(drafted)                                       # 2. verify   [k+1, V]
+        verified_at = timer.mark()
+        q = drafted.q(target_probs)                                                # [k, V]
+        k = drafted.gamma
+        rnd = sampling.verify_round(target_probs, q, drafted.tokens, uniforms[gamma: gamma + k + 1],
+                                    kl_budget=self.config.kl_budget)               # 3. correct
+        self.device_ids.write(len(self.tokens), rnd.tokens)
+        shown = round_trace.round_tensors(target_probs, q, drafted.tokens, rnd, self.config.trace_top_k) \
+            if self.config.record else {}
+        packed = sampling.pack(n_accepted=rnd.n_accepted, tokens=rnd.tokens, drafts=drafted.tokens,
+                               **round_trace.check_tensors(target_probs, q, rnd.drafted_draft_probs), **shown)
+        end = timer.mark()
+        read = packed.read()  # the round's one read back to the host
+        round_trace.check_read(read)
+        n = read["n_accepted"]
+        result = round_trace.RoundResult(gamma=k, n_accepted=n, tokens=read["tokens"][: n + 1])
+        kept = self._settle(result)
+        timer.add("draft", start, drafted_at)
+        timer.add("target", drafted_at, verified_at)
+        timer.add("step", start, end)
+        ms = timer.read()
+        record = StepRecord(gamma=k, n_emitted=len(kept), draft_s=ms["draft"] / 1e3, target_s=ms["target"] / 1e3,
+                            step_s=ms["step"] / 1e3, **counted_drafts(self.eos, result, k))
         self.records.append(record)
         self.counters.compute_s += record.step_s
+        self.counters.draft_calls += drafted.forwards
+        self.counters.target_calls += 1
         if not self.config.record:
             return None
-        return self._trace(target_probs, drafted, result, kept, record)
+        return self._trace(read, drafted, result, kept, record)
 
-    def _draft_warp(self, logits: torch.Tensor) -> torch.Tensor:
-        """The draft's sampling law: the run's warping, as for the target (tests override it to
-        plant a defect, such as a draft run at another temperature)."""
-        return self.config.warp(logits)
-
-    def _draft(self) -> Drafted:
-        """1. draft: gamma tokens, one cached forward each, sampled from the warped draft."""
-        tokens, rows = [], []
-        pending = self.tokens[self.draft.seen:]  # 1 token, or 2 after a bonus the draft never saw
-        for _ in range(self.config.gamma):
-            probs = self._draft_warp(self.draft.forward(pending, keep=1)[-1])  # [V]
-            token = sampling.sample(probs, self.generator)
-            tokens.append(token)
-            rows.append(probs)
-            pending = [token]
-        sync_device(self.pair.device)
-        self.counters.draft_calls += self.config.gamma
-        return Drafted(tokens=tokens, probs=torch.stack(rows))  # [gamma, V]
+    def _context(self, uniforms: torch.Tensor | None = None) -> TokenContext:
+        return TokenContext(ids=self.tokens, n_prompt=self.n_prompt, on_device=self.device_ids, uniforms=uniforms)
 
     def _verify(self, drafted: Drafted) -> torch.Tensor:
-        """2. verify: one target forward over the pending token and the gamma drafts."""
-        gamma = len(drafted.tokens)  # config.gamma, or fewer where a lookup found fewer
-        logits = self.target.forward(self.tokens[self.target.seen:] + drafted.tokens, keep=gamma + 1)  # [gamma+1, V]
-        target_probs = self.config.warp(logits)  # [gamma+1, V]
-        sync_device(self.pair.device)
-        self.counters.target_calls += 1
-        return target_probs
+        """2. verify: one target forward over the pending token and the drafts, its inputs on the device."""
+        pending = self.device_ids.buffer[self.target.seen: len(self.tokens)]  # [1]
+        logits = self.target.forward(torch.cat([pending, drafted.tokens]), keep=drafted.gamma + 1)  # [k+1, V]
+        return self.config.warp(logits)  # [k+1, V]
 
-    def _correct(self, target_probs: torch.Tensor, drafted: Drafted) -> tuple[sampling.Verification, list[int]]:
-        """3. correct: accept a prefix, resample or add the bonus token, crop both caches back."""
-        result = sampling.verify(target_probs, drafted.probs, torch.tensor(drafted.tokens, device=drafted.probs.device),
-                                 kl_budget=self.config.kl_budget, generator=self.generator)
-        return result, self._settle(result)
-
-    def _settle(self, result: sampling.Verification) -> list[int]:
+    def _settle(self, result: round_trace.RoundResult) -> list[int]:
         """Crop the caches to the accepted prefix, count the verdicts, append the new tokens (what was kept)."""
-        self._crop_caches(len(self.tokens) + result.n_accepted)  # the new last token is pending
+        keep = len(self.tokens) + result.n_accepted  # the new last token is pending
+        self.target.crop_to(keep)
+        self.drafter.crop(keep)
         self.counters.examined += result.n_examined
         self.counters.accepted += result.n_accepted
         return self._accept_new(result.tokens)
 
-    def _crop_caches(self, keep: int) -> None:
-        self.target.crop_to(keep)
-        self.draft.crop_to(keep)
-
     # ------------------------------------------------------------------ trace
 
-    def _candidates(self, rows: list[torch.Tensor], must: list[int]) -> list[tuple[list[int], list[list[float]], list[float]]]:
-        """rows: R distributions [P, V] over the same P positions. Per position: the union of the first
-        two rows' top-k of positive mass and the `must` token, ordered by the first row; each row's values
-        there; and each row's mass outside them (the "other" note). (A one-hot row, a lookup's q or any
-        row at T = 0, adds its one token, not k - 1 tokens of probability 0.)"""
-        k = min(self.config.trace_top_k, self.pair.vocab_size)
-        stacked = torch.stack(rows, 1)  # [P, R, V]
-        best = stacked[:, :2].topk(k, dim=-1)  # [P, 2, k]: the first two rows' top-k
-        top = torch.where(best.values > 0, best.indices, -1).flatten(1).tolist()  # [P, 2k], -1: no mass
-        out = []
-        for pos, ids in enumerate(top):
-            ids = [x for x in dict.fromkeys(ids + [must[pos]]) if x >= 0]
-            values = stacked[pos][:, ids]  # [R, n]
-            order = values[0].argsort(descending=True).tolist()
-            ids = [ids[i] for i in order]
-            values = values[:, order]
-            out.append((ids, values.tolist(), (1 - values.sum(-1)).clamp_min(0).tolist()))
-        return out
-
-    def _trace(self, target_probs, drafted: Drafted, result: sampling.Verification, kept: list[int],
+    def _trace(self, read: dict, drafted: Drafted, result: round_trace.RoundResult, kept: list[int],
                record: StepRecord) -> StepTrace:
-        gamma, n_accepted, token_text, step = len(drafted.tokens), result.n_accepted, self.pair.token_text, self.steps
-        target, draft = target_probs[:gamma], drafted.probs  # [gamma, V]
-        tokens = torch.tensor(drafted.tokens, device=target.device)  # [gamma]
-        kl_spent = (result.drafted_kl.to(target.dtype) if result.drafted_kl is not None
-                    else torch.zeros_like(tokens, dtype=target.dtype))
-        per_position = {  # one row of gamma numbers each, moved to the host in one go
-            "draft_prob": draft.gather(-1, tokens[:, None])[:, 0], "target_prob": target.gather(-1, tokens[:, None])[:, 0],
-            "exact_accept_prob": sampling.accept_probability(target, draft, tokens),
-            "tv": sampling.tv_distance(target, draft), "kl": sampling.kl_divergence(target, draft),
-            "overlap": sampling.acceptance_rate(target, draft), "kl_spent": kl_spent,
-            "target_entropy": sampling.entropy(target), "draft_entropy": sampling.entropy(draft)}
-        numbers = dict(zip(per_position, torch.stack(list(per_position.values())).tolist()))
-        # positions after the first rejection were never examined: show the chance they would have had
-        uniforms, accept_chances = result.uniforms.tolist(), result.drafted_accept_probs.tolist()
-        positions = []
-        candidates = self._candidates([target, draft], drafted.tokens)
-        for i, (ids, (target_values, draft_values), (target_other, draft_other)) in enumerate(candidates):
-            positions.append(PositionTrace(
-                index=i, draft_token=drafted.tokens[i], draft_text=token_text(drafted.tokens[i]),
-                accept_prob=accept_chances[i], uniform=uniforms[i] if i < len(uniforms) else None,
-                verdict="accepted" if i < n_accepted else "rejected" if i == n_accepted else "unexamined",
-                candidates=[Candidate(id=x, text=token_text(x), target_prob=a, draft_prob=b)
-                            for x, a, b in zip(ids, target_values, draft_values)],
-                target_other=target_other, draft_other=draft_other, **{k: v[i] for k, v in numbers.items()}))
-        return StepTrace(step=step, gamma=gamma, kl_budget=self.config.kl_budget, positions=positions,
-                         n_accepted=n_accepted, correction=self._correction_trace(target_probs, drafted, result),
+        """The round as the card shows it, built on the host from the round's one read."""
+        gamma, n_accepted, text, step = result.gamma, result.n_accepted, self.pair.token_text, self.steps
+        k = min(self.config.trace_top_k, self.pair.vocab_size)
+        return StepTrace(step=step, gamma=gamma, kl_budget=self.config.kl_budget,
+                         positions=round_trace.positions(read, n_accepted, gamma, k, text), n_accepted=n_accepted,
+                         correction=round_trace.correction(read, result, k, text),
                          emitted=self._emitted(result, kept), draft_ms=record.draft_s * 1e3,
                          target_ms=record.target_s * 1e3, verify_ms=(record.step_s - record.draft_s - record.target_s) * 1e3,
                          counters=Counters(**vars(self.counters)), record=record, temperature=self.config.temperature,
                          finished=self.finished, notice=self.notice if step == 1 else "",
-                         rejected=self._rejected(drafted, result), draft_reads_target=reads_features(self.pair.draft))
+                         rejected=self._rejected(read["drafts"], result),
+                         source=DraftSource(kind=self.drafter.kind, details=self.drafter.source(drafted)))
 
-    def _correction_trace(self, target_probs, drafted: Drafted, result: sampling.Verification) -> Correction:
-        """3. correct, as shown: the token added after the accepted drafts and the law it came from."""
-        gamma, n_accepted, token_text = len(drafted.tokens), result.n_accepted, self.pair.token_text
-        last, kind = result.tokens[-1], "bonus" if result.bonus else "resampled"
-        target_row = target_probs[n_accepted]  # [V]
-        draft_row = drafted.probs[n_accepted] if n_accepted < gamma else torch.zeros_like(target_row)
-        residual = sampling.residual_distribution(target_row, draft_row) if n_accepted < gamma else target_row
-        [(ids, (final_values, target_values, draft_values, residual_values), (final_other, *_))] = self._candidates(
-            [result.final_probs[None], target_row[None], draft_row[None], residual[None]], [last])
-        return Correction(kind=kind, position=n_accepted, token=last, text=token_text(last),
-                          candidates=[Candidate(id=x, text=token_text(x), target_prob=a, draft_prob=b, final_prob=f)
-                                      for x, f, a, b in zip(ids, final_values, target_values, draft_values)],
-                          final_other=final_other, residual_probs=residual_values)
-
-    def _emitted(self, result: sampling.Verification, kept: list[int]) -> list[EmittedToken]:
+    def _emitted(self, result: round_trace.RoundResult, kept: list[int]) -> list[EmittedToken]:
         kinds = ["accepted"] * result.n_accepted + ["bonus" if result.bonus else "resampled"]
         return [EmittedToken(id=x, text=self.pair.token_text(x), kind=kinds[i], step=self.steps)
                 for i, x in enumerate(kept)]
 
-    def _rejected(self, drafted: Drafted, result: sampling.Verification) -> list[EmittedToken]:
-        if result.n_accepted >= len(drafted.tokens):
+    def _rejected(self, drafts: list[int], result: round_trace.RoundResult) -> list[EmittedToken]:
+        if result.n_accepted >= result.gamma:
             return []
-        token = drafted.tokens[result.n_accepted]
+        token = drafts[result.n_accepted]
         return [EmittedToken(id=token, text=self.pair.token_text(token), kind="rejected", step=self.steps)]

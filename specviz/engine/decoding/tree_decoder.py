@@ -25,7 +25,10 @@ import torch
 
 from ...core import sampling, tree
 from ...core.trace import Candidate, EmittedToken, StepRecord, StepTrace, TreeNode, TreeTrace, TreeTry
-from .decoders import Drafted, SpeculativeDecoder, counted_drafts, sync_device
+from . import round_trace
+from .decoders import SpeculativeDecoder, counted_drafts, sync_device
+from .drafting import Drafted
+from .model_draft import node_representatives
 
 RESIDUAL_TOP = 5  # tokens shown per residual after a rejected sibling
 
@@ -36,14 +39,9 @@ class _Chains:
     probs: torch.Tensor          # [k, gamma, V] the (node-shared) draft distributions they were drawn from
 
 
-def node_representatives(chains: list[list[int]], depth: int) -> list[int]:
-    """For each chain, the first chain with the same first `depth` tokens (the tree node it sits at)."""
-    first: dict[tuple, int] = {}
-    return [first.setdefault(tuple(c[:depth]), i) for i, c in enumerate(chains)]
-
-
 class TreeDecoder(SpeculativeDecoder):
-    """Exact multi-draft speculative sampling: `config.drafts` chains per step (kl_budget must be 0)."""
+    """Exact multi-draft speculative sampling: `config.drafts` chains per step (kl_budget must be 0), proposed by a
+    drafter that drafts several chains at once (`propose_chains`: the draft model)."""
 
     static_ok = False  # k chains are k rows of one cache: the dynamic cache expands and selects rows
 
@@ -68,21 +66,11 @@ class TreeDecoder(SpeculativeDecoder):
 
     def _draft_chains(self) -> _Chains:
         """1. draft: k chains, one batched forward per depth; chains at one node share its distribution."""
-        k, gamma = self.config.drafts, self.config.gamma
-        pending = self.tokens[self.draft.seen:]  # 1 token, or 2 after a bonus the draft never saw
-        self.draft.expand(k)
-        chains, rows = [[] for _ in range(k)], []
-        inputs = [pending] * k
-        for depth in range(gamma):
-            probs = self.config.warp(self.draft.forward_rows(inputs, keep=1)[:, -1])  # [k, V]
-            probs = probs[node_representatives(chains, depth)]                         # [k, V]
-            for i in range(k):
-                chains[i].append(sampling.sample(probs[i], self.generator))
-            rows.append(probs)
-            inputs = [[c[-1]] for c in chains]
+        gamma = self.config.gamma
+        tokens, probs = self.drafter.propose_chains(self._context(), self.config.drafts, gamma)
         sync_device(self.pair.device)
         self.counters.draft_calls += gamma
-        return _Chains(tokens=chains, probs=torch.stack(rows, 1))  # [k, gamma, V]
+        return _Chains(tokens=tokens, probs=probs)  # [k][gamma], [k, gamma, V]
 
     def _verify_chains(self, chains: _Chains) -> torch.Tensor:
         """2. verify: one target forward over k rows of (pending + chain), gamma + 1 positions kept each."""
@@ -102,11 +90,13 @@ class TreeDecoder(SpeculativeDecoder):
         result = tree.verify_tree(target_probs, chains.probs, torch.tensor(chains.tokens, device=chains.probs.device),
                                   generator=self.generator)
         keep = len(self.tokens) + result.n_accepted
-        for model in (self.target, self.draft):
-            model.keep_row(result.path_chain)
-            model.crop_to(keep)
+        self.target.keep_row(result.path_chain)
+        self.target.crop_to(keep)
+        self.drafter.keep_row(result.path_chain)
+        self.drafter.crop(keep)
         self.counters.examined += result.n_examined
         self.counters.accepted += result.n_accepted
+        self.device_ids.write(len(self.tokens), torch.tensor(result.tokens).to(self.pair.device))
         return result, self._accept_new(result.tokens)
 
     # ------------------------------------------------------------------ trace
@@ -120,12 +110,21 @@ class TreeDecoder(SpeculativeDecoder):
         exact = sampling.accept_probability(target_probs[path, :gamma], chains.probs[path],
                                             torch.tensor(chains.tokens[path], device=chains.probs.device)).tolist()
         chances = [t.accept_prob for t in path_tries] + exact[len(path_tries):]
-        as_chain = sampling.Verification(
-            n_accepted=result.n_accepted, tokens=result.tokens,
-            uniforms=torch.tensor([t.uniform for t in path_tries], dtype=torch.float64),
-            drafted_accept_probs=torch.tensor(chances, dtype=torch.float64), final_probs=result.final_probs)
-        trace = self._trace(target_probs[path], Drafted(tokens=chains.tokens[path], probs=chains.probs[path]),
-                            as_chain, kept, record)
+        device, n = chains.probs.device, result.n_accepted
+        tokens = torch.tensor(chains.tokens[path], device=device)  # [gamma]
+        target, q = target_probs[path], chains.probs[path]          # [gamma+1, V], [gamma, V]
+        drafted_p, drafted_q = (rows[:gamma].gather(-1, tokens[:, None])[:, 0] for rows in (target, q))
+        uniforms = [t.uniform for t in path_tries] + [0.0] * (gamma + 1 - len(path_tries))  # unexamined: not shown
+        as_chain = sampling.Round(
+            n_accepted=torch.tensor(n, device=device), tokens=torch.tensor(result.tokens, device=device),
+            last=torch.tensor(result.tokens[-1], device=device), uniforms=torch.tensor(uniforms, device=device),
+            accepted=torch.arange(gamma, device=device) < n, drafted_target_probs=drafted_p, drafted_draft_probs=drafted_q,
+            accept_probs=torch.tensor(chances, dtype=torch.float64, device=device), final_probs=result.final_probs)
+        shown = round_trace.round_tensors(target, q, tokens, as_chain, self.config.trace_top_k)
+        read = sampling.pack(drafts=tokens, **shown).read()
+        drafted = Drafted(tokens=tokens, probs=q, forwards=gamma)
+        trace = self._trace(read, drafted, round_trace.RoundResult(gamma=gamma, n_accepted=n, tokens=result.tokens),
+                            kept, record)
         # the correction was drawn from the residual after every rejection at its depth, not after one
         trace.correction.residual_probs = [c.final_prob for c in trace.correction.candidates]
         # the timeline shows the candidates rejected where the round stopped (siblings rejected before an

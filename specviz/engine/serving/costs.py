@@ -9,7 +9,7 @@ then, with N = max_new_tokens, P the prompt's tokens and the measured costs
     speculative  ⌈N / m⌉ · (γ · t_draft + t_verify)
 
 where m is the tokens a round emitted on average (1, the worst case, until a round was measured), t_draft
-one draft forward of all k chains at once (0 for prompt lookup) and t_verify one target forward over γ + 1
+one draft forward of all k chains at once (a drafter with no model: its search) and t_verify one target forward over γ + 1
 positions (Leviathan, Kalman and Matias, "Fast Inference from Transformers via Speculative Decoding",
 Sec. 3.4: a round costs γ draft forwards and one target forward). A race predicted past its deadline is
 capped to the tokens that fit, and one predicted to be long takes a heavy slot.
@@ -31,7 +31,7 @@ class ForwardCosts:
     prefill_token_s: float     # reading the prompt, per prompt token
     target_s: float            # one target-only forward (one token)
     verify_s: float            # one target forward over gamma + 1 positions
-    draft_s: float             # one draft forward of every chain at once (0: prompt lookup, no draft model)
+    draft_s: float             # one draft forward of every chain at once (a drafter with no model: its search)
     tokens_per_round: float    # tokens a speculative round emitted on average (>= 1)
 
 
@@ -86,16 +86,17 @@ class CostBook:
         self._add((*pair_key, *round_key, "draft"), [r.draft_s / r.gamma for r in rounds])
         self._add((*pair_key, *round_key, "emitted"), [r.n_emitted for r in rounds])
 
-    def costs(self, pair_key: tuple, round_key: tuple, lookup: bool) -> ForwardCosts | None:
+    def costs(self, pair_key: tuple, round_key: tuple) -> ForwardCosts | None:
         """The medians measured so far, or None while a target forward or a round of this shape was never timed
-        (a missing prefill counts as free: it is measured by the race's own prefill before the lanes start)."""
+        (a missing prefill counts as free: it is measured by the race's own prefill before the lanes start). The round's
+        drafting time is what this drafter measured (round_key names it): a drafter with no model costs its search."""
         target = self._get((*pair_key, "target"))
         verify = self._get((*pair_key, *round_key, "verify"))
         if target is None or verify is None:
             return None
         emitted = self._get((*pair_key, *round_key, "emitted"))
         return ForwardCosts(prefill_token_s=self._get((*pair_key, "prefill")) or 0.0, target_s=target,
-                            verify_s=verify, draft_s=0.0 if lookup else (self._get((*pair_key, *round_key, "draft")) or 0.0),
+                            verify_s=verify, draft_s=self._get((*pair_key, *round_key, "draft")) or 0.0,
                             tokens_per_round=max(emitted or 1.0, 1.0))
 
 

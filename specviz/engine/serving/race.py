@@ -164,7 +164,7 @@ def _lane(pair: ModelPair, side_name: str, side: _Side, config) -> Lane:
     decoder = side.decoder
     texts = [pair.token_text(x) for x in decoder.generated_ids]
     n = len(texts)
-    drafted = side_name == SPECULATIVE and config.drafter != "lookup"  # prompt lookup copies: no draft forward
+    drafted = side_name == SPECULATIVE  # draft forwards, from the counters (a drafter with no model runs none)
     return Lane(side_name, tuple(texts), tuple(side.kinds[:n]), tuple(side.times[:n]), decoder.counters.target_calls,
                 decoder.counters.draft_calls if drafted else 0)
 
@@ -188,7 +188,7 @@ def run_race(settings: RunSettings, speculative_first: bool) -> Race:
 def plan(pair: ModelPair, config, left: float | None) -> tuple[int, float | None]:
     """(the tokens a side may decode so that the race is predicted to end inside `left` seconds (None: no limit),
     the uncut race's predicted seconds; None: no costs measured yet), from the costs measured so far."""
-    measured = costs.COSTS.costs(costs.pair_key(pair), costs.round_key(config), config.drafter == "lookup")
+    measured = costs.COSTS.costs(costs.pair_key(pair), costs.round_key(config))
     if measured is None:
         return config.max_new_tokens, None
     predicted = costs.predict_race_s(0, config.max_new_tokens, config.gamma, measured)  # the prompt is read already

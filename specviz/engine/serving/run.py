@@ -215,14 +215,12 @@ class ComparedRun:
         return (self.spec.capture_s + self.base.capture_s) if self.spec is not None else 0.0
 
     def kv_bytes(self) -> int:
-        """Bytes this run's KV caches hold (0 while it hibernates): both sides' target caches and the draft's (a
-        prompt-lookup run has no draft model)."""
+        """Bytes this run's KV caches hold (0 while it hibernates): both sides' target caches and the drafter's (a
+        drafter with no model holds none)."""
         spec, base = self.spec, self.base
         if spec is None or base is None:
             return 0
-        draft = getattr(spec, "draft", None)
-        return (memory.held_bytes(spec.target) + (memory.held_bytes(draft) if draft is not None else 0)
-                + memory.held_bytes(base.target))
+        return spec.held_bytes() + base.held_bytes()
 
     @property
     def warm(self) -> bool:

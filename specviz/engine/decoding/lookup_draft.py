@@ -1,0 +1,92 @@
+"""Prompt lookup as a drafter (`core.lookup`): no draft model runs.
+
+Up to gamma tokens copied after the latest earlier occurrence of the last n tokens; q is a point mass on each
+proposed token (the proposal is a function of the context), so the exact rule accepts token x with chance
+min(1, p(x)/1) = p(x), and after a rejection the residual norm(max(0, p - q)) is p without x, renormalised.
+With no earlier match nothing is proposed and the round is one target pass: a token drawn from p, as in
+target-only decoding. The output law is exactly the target's (Leviathan et al. 2023, Appendix A.1: any q).
+
+The proposal is made on the host (a search over the token ids the host already holds), and its ids go to the
+device once per round.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict
+
+import torch
+
+from ...core import lookup
+from ...core.config import DecodeConfig
+from ...core.trace import LookupTrace
+from ..caches.cache import CachedModel
+from ..models.loading import ModelPair
+from .drafting import Drafted, TokenContext
+
+CONTEXT_SHOWN = 6  # tokens shown before the matched n-gram on the card
+AFTER_SHOWN = 3    # and after the copied ones
+
+
+class PromptLookup:
+    """Drafts copied from the context (config.lookup_max_ngram .. lookup_min_ngram, config.lookup_source)."""
+
+    several_drafts = False  # one proposal per round, verified by the exact rule: what is proven for a one-hot q
+    mentored = False
+
+    def __init__(self, pair: ModelPair, config: DecodeConfig, target: CachedModel, cache_options: dict,
+                 generator: torch.Generator):
+        self.pair, self.config = pair, config
+
+    @classmethod
+    def reads_target_features(cls, pair: ModelPair) -> bool:
+        return False
+
+    @classmethod
+    def verify_sizes(cls, gamma: int) -> list[int]:
+        return list(range(1, gamma + 2))  # the pending token and 0..gamma proposed ones
+
+    def prefill(self, context: TokenContext) -> None:
+        pass  # nothing to read ahead: each proposal searches the context as it stands
+
+    def capture(self) -> float:
+        return 0.0
+
+    def propose(self, context: TokenContext, gamma: int) -> Drafted:
+        """The lookup's proposal (0..gamma tokens); q is a point mass on each, built on the device when needed."""
+        config = self.config
+        searchable = context.n_prompt if config.lookup_source == "prompt" else None
+        proposal = lookup.propose(context.ids, gamma, config.lookup_max_ngram, config.lookup_min_ngram, searchable)
+        tokens = torch.tensor(proposal.tokens, dtype=torch.long).to(self.pair.device)  # [k]: one copy to the device
+        return Drafted(tokens=tokens, probs=None, detail=asdict(self._where(proposal, context)))
+
+    def _where(self, proposal: lookup.LookupProposal, context: TokenContext) -> LookupTrace:
+        """Where this round's proposal stands in the context it was copied from."""
+        texts, searched = self.pair.token_text, self.config.lookup_source
+        if not proposal.matched:
+            return LookupTrace(ngram=0, searched=searched)
+        start, n, k = proposal.start, proposal.ngram, len(proposal.tokens)
+
+        def shown(lo: int, hi: int) -> list[str]:
+            return [texts(x) for x in context.ids[max(lo, 0): hi]]
+
+        return LookupTrace(ngram=n, start=start, in_prompt=start < context.n_prompt,
+                           before=shown(start - n - CONTEXT_SHOWN, start - n), matched=shown(start - n, start),
+                           copied=shown(start, start + k), after=shown(start + k, start + k + AFTER_SHOWN),
+                           searched=searched)
+
+    def crop(self, keep: int) -> None:
+        pass  # nothing cached: the next proposal searches the context as it then stands
+
+    def fork(self, target: CachedModel, generator: torch.Generator) -> PromptLookup:
+        return self  # holds nothing that a round changes
+
+    def cache_kinds(self) -> dict[str, str]:
+        return {}
+
+    def held_bytes(self) -> int:
+        return 0
+
+    def graph_error(self) -> str:
+        return ""
+
+    def source(self, drafted: Drafted) -> dict:
+        return drafted.detail

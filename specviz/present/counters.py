@@ -1,0 +1,95 @@
+"""The run's numbers as HTML: the counters (speculative beside target-only, the speed argument a class
+reads first), the analytics table under the names vLLM and Leviathan et al. use, and the most rejected tokens.
+
+Plain strings only (no gradio, no plotly), as `render`'s.
+"""
+from __future__ import annotations
+
+import html
+
+from ..core.metrics import MIN_TIMED
+from ..core.notation import show
+from . import tree_card
+from .i18n import tr
+
+
+def _esc(text: str) -> str:
+    return html.escape(show(text))
+
+
+def counters_html(m: dict, device: str, lossy: bool, baseline_tokens: int, steps: int, lang: str = "en",
+                  draft_passes: int | None = None) -> str:
+    """Speculative vs target-only, from metrics.metrics(); timings flagged while warming up. The first
+    line carries the speed argument (target passes each way, tokens per pass, speedup) for a class.
+    `draft_passes`: the draft forwards the run made, where they differ from the tokens drafted (a drafter with
+    no model, prompt lookup, makes none); None: one per drafted token."""
+    if not steps:
+        return f'<div class="counters muted">{tr(lang, "cnt.empty")}</div>'
+    badge = f' <span class="badge lossy">{tr(lang, "cnt.lossy")}</span>' if lossy else ""
+    warming = m["speedup"] is None or m["warming_up"]
+    if warming:
+        speed = tr(lang, "cnt.warming_long", need=MIN_TIMED, n=steps)
+        short = tr(lang, "cnt.warming", n=min(steps, MIN_TIMED), need=MIN_TIMED)
+    else:
+        speed = tr(lang, "cnt.measured", s=f'{m["speedup"]:.2f}', se=f'{m["speedup_stderr"]:.2f}', device=device,
+                   pred=f'{m["predicted_speedup_thm38"]:.2f}', a=f'{m["acceptance_rate"]:.2f}', c=f'{m["cost_ratio_c"]:.2f}',
+                   best=m["best_gamma"])
+        short = tr(lang, "cnt.speedup", s=f'{m["speedup"]:.2f}', se=f'{m["speedup_stderr"]:.2f}')
+    argument = tr(lang, "cnt.argument", spec=m["target_calls"], base=baseline_tokens,
+                  tpp=f'{m["tokens_per_target_call"]:.2f}', speed=short)
+    rate = (lambda k: f'{m[k]:.0f}' if m[k] else "—")
+    alpha = tr(lang, "cnt.alpha", a=f'{m["acceptance_rate"]:.2f}', m=f'{m["mean_acceptance_length"]:.2f}')
+    rows = [(tr(lang, "cnt.tokens"), m["tokens"], baseline_tokens),
+            (tr(lang, "cnt.target_passes"), m["target_calls"], baseline_tokens),
+            (tr(lang, "cnt.draft_passes"), m["draft_calls"] if draft_passes is None else draft_passes, "—"),
+            (tr(lang, "cnt.tokens_per_s"), rate("tokens_per_s_speculative"), rate("tokens_per_s_target_only"))]
+    body = "".join(f"<tr><td>{a}</td><td><b>{b}</b></td><td>{c}</td></tr>" for a, b, c in rows)
+    return (f'<div class="counters"><div class="speed-argument">{argument}</div><table><tr><th></th>'
+            f'<th>{tr(lang, "cnt.speculative")}</th><th>{tr(lang, "cnt.target_only")}</th></tr>{body}</table>'
+            f'<div>{alpha}{badge}</div>'
+            f'<div class="speed-long">{speed}</div></div>')
+
+
+METRIC_ROWS = [  # (metrics key, format); the name is catalogue key metric.<key>, its definition metric.<key>.def
+    ("acceptance_rate", "{:.3f}"),
+    ("draft_acceptance_rate", "{:.3f}"),
+    ("mean_acceptance_length", "{:.2f}"),
+    ("system_efficiency", "{:.3f}"),
+    ("tokens_per_target_call", "{:.2f}"),
+    ("expected_tokens_per_target_call", "{:.2f}"),
+]
+
+
+def metric_row(name: str, value: str, definition: str) -> str:
+    return f"<tr><td>{name}</td><td><b>{value}</b></td><td class=muted>{html.escape(definition)}</td></tr>"
+
+
+def analytics_html(m: dict, lang: str = "en") -> str:
+    """The metric set under the names vLLM and Leviathan et al. use (named in brackets), each with its
+    definition, in `lang`."""
+    if not m.get("steps"):
+        return f'<div class="muted">{tr(lang, "dbg.empty")}</div>'
+    rows = "".join(metric_row(tr(lang, f"metric.{key}"), fmt.format(m[key]), tr(lang, f"metric.{key}.def"))
+                   for key, fmt in METRIC_ROWS)
+    per_position = ", ".join(f"{x:.2f}" for x in m["per_position_acceptance"])
+    histogram = ", ".join(f"{k}: {n}" for k, n in enumerate(m["acceptance_length_histogram"]))
+    rows += (metric_row(tr(lang, "metric.per_position"), per_position, tr(lang, "metric.per_position.def"))
+             + metric_row(tr(lang, "metric.histogram"), histogram, tr(lang, "metric.histogram.def"))
+             + tree_card.tree_metric_rows(m, lang))
+    return f'<table class="analytics">{rows}</table>'
+
+
+def _most_item(t: dict, lang: str) -> str:
+    return tr(lang, "most.item", token=f"<code>{_esc(show(t['token']))}</code>", r=t["rejected"], n=t["n"],
+              lo=f"{t['ci_low']:.2f}", hi=f"{t['ci_high']:.2f}")
+
+
+def most_rejected_html(ranked: list[dict], lang: str = "en") -> str:
+    """export.most_rejected's tokens: only those tested often enough for their rate to mean something."""
+    from ..core.rejections import MIN_SUPPORT
+
+    if not ranked:
+        return f'<div class="muted">{tr(lang, "most.none", n=MIN_SUPPORT)}</div>'
+    items = "".join(f"<li>{_most_item(t, lang)}</li>" for t in ranked)
+    return (f'<b>{tr(lang, "most.head")}</b> <span class=muted>{tr(lang, "most.support", n=MIN_SUPPORT)}'
+            f"</span><ol>{items}</ol>")
