@@ -38,6 +38,8 @@ from .drafting import Drafted, Drafter, TokenContext
 
 __all__ = ["Decoder", "DecoderState", "DecodingFinished", "Drafted", "SpeculativeDecoder", "TargetOnlyDecoder",
            "check_prompt", "clean_text", "counted_drafts", "prepare_prompt", "sync_device"]
+
+
 def counted_drafts(eos: int | None, result, gamma: int) -> dict:
     """n_accepted, n_examined and after_eos of a round as the metrics count them: an accepted EOS ends the
     text, so the drafts after it are never output and count as neither drafted, tested nor accepted
