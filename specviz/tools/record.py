@@ -53,11 +53,10 @@ class Lesson:
 
 FIX_SPELLING = dict(PRESETS["smollm2-local"].lookup_examples)["fix-spelling"]
 LESSON_RECIPES = {
-    # a typical mix at T 0.5: the page's own defaults (a kept prefix and a resample, then bonus tokens)
-    "typical": Lesson("typical", "shakespeare", "ROMEO.\nBut soft, what light", 0.5, 8, (
-        "kept 2 of 4, resampled: ' is the matter'", "kept 4 of 4, bonus: ',\\nThat I had'",
-        "kept 4 of 4, bonus: ' a fool, and so'", "kept 1 of 4, resampled: ' dear to'",
-        "kept 3 of 4, resampled: ' be\\nAs now'")),
+    # a typical mix at T 0.5 (a kept prefix and a resample, bonus tokens, an early rejection), seed 35
+    "typical": Lesson("typical", "shakespeare", "ROMEO.\nBut soft, what light", 0.5, 35, (
+        "kept 2 of 4, resampled: 's me?'", "kept 4 of 4, bonus: '\\n\\n[Draw'", "kept 4 of 4, bonus: 's.]\\n\\n['",
+        "kept 1 of 4, resampled: 'Enter a'", "kept 4 of 4, bonus: ' MESSENGER.]\\n\\n'")),
     # the T = 0 limit: both distributions one-hot, the rule is the argmax test ("greedy match")
     "greedy": Lesson("greedy", "shakespeare", "ROMEO.\nBut soft, what light", 0.0, 8, (
         "kept 3 of 4, resampled: 's are the king'", "kept 4 of 4, bonus: '?\\n\\n[Enter'",

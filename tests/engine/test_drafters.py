@@ -12,6 +12,7 @@ import pytest
 
 from specviz.core.config import DecodeConfig
 from specviz.core.trace import StepTrace
+from specviz.core.tracefile import read_recording
 from specviz.engine.decoding.drafters import DRAFTERS, drafter_class, register
 from specviz.engine.decoding.drafting import Drafted, TokenContext
 from specviz.engine.models.presets import pair_ref
@@ -112,9 +113,8 @@ def test_report_runs_a_registered_drafter(repeat, tmp_path):
     summary = run_report([PROMPT], tmp_path, preset="shakespeare", device="cpu", gamma=3, max_new_tokens=8,
                          drafter="repeat")
     assert summary["settings"]["drafter"] == "repeat"
-    lines = [json.loads(line) for line in (tmp_path / "traces.jsonl").read_text().splitlines()]
-    traces = [StepTrace.from_dict({k: v for k, v in line.items() if k not in ("prompt_index", "run_index")})
-              for line in lines]
+    recording = read_recording((tmp_path / "traces.jsonl").read_text())  # the header line, then one line a step
+    traces = [trace for run in recording.runs for trace in run.traces]
     assert traces and all(t.source.kind == "repeat" for t in traces)
 
 
