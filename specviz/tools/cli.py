@@ -29,7 +29,7 @@ def _add_decoding_args(ap: argparse.ArgumentParser, gamma_list: bool = False) ->
     ap.add_argument("--target", help="target model: hub id or local folder (with --draft)")
     ap.add_argument("--device", default=None, help="cuda, mps or cpu (default: picked automatically)")
     if gamma_list:
-        ap.add_argument("--gamma", type=gamma_list, default=[4], help="one value or a list to sweep: 1,2,4,8")
+        ap.add_argument("--gamma", type=gamma_values, default=[4], help="one value or a list to sweep: 1,2,4,8")
     else:
         ap.add_argument("--gamma", type=int, default=4)
     ap.add_argument("--seed", type=int, default=0)

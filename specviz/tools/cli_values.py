@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 
 
-def gamma_list(text: str) -> list[int]:
+def gamma_values(text: str) -> list[int]:
     from .report import parse_gammas
 
     try:
