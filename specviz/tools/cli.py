@@ -17,7 +17,15 @@ from ..engine.decoding.drafters import DEFAULT_DRAFTER, DRAFTERS, PromptLookup, 
 from ..engine.decoding.factory import make_decoder
 from ..engine.models.loading import load_pair
 from ..engine.models.presets import PRESETS, ModelLoadError
-from .cli_values import OneLineParser, check_race_seconds, number_list, thread_count, whole_list, writable_folder
+from .cli_values import (
+    OneLineParser,
+    check_race_seconds,
+    gamma_values,
+    number_list,
+    thread_count,
+    whole_list,
+    writable_folder,
+)
 
 COLOURS = {"accepted": "\033[32m", "resampled": "\033[33m", "bonus": "\033[36m", "target": ""}
 RESET = "\033[0m"
