@@ -16,7 +16,7 @@ def test_each_run_is_a_request_and_the_table_follows_the_run(page_settings, pair
         session, _ = step_handler(session, page_settings(seed=3))
     first = [t.n_accepted for t in session.traces]
     for _ in range(3):  # another seed: a new run, the first one kept as a request
-        session, _ = step_handler(session, page_settings(seed=5))
+        session, _ = step_handler(session, page_settings(seed=11))
     table, plot, note, histogram = debug_panels_view(session, "", "0.2", "1,2,4", "1,2", "en")
     assert len(session.kept_runs) == 1 and [r.n_accepted for r in session.kept_runs[0]] == first
     assert sum(sum(t.y) for t in histogram.data) == 2 and "<tr><td>4</td><td>2</td>" in note
