@@ -156,7 +156,7 @@ class Page:
 
 
 KL_STEPS = (0.0, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0)  # #kl-scale's positions: 0, then 1-2-5 per decade
-DEFAULT_TEMPERATURE, DEFAULT_SEED = 0.5, 8   # a first lesson: rounds 1-3 show a kept prefix + resample, then bonus tokens
+DEFAULT_TEMPERATURE, DEFAULT_SEED = 0.5, 35  # a first lesson (the recorded lesson 1): a kept prefix + resample, then bonus tokens
 CLASSROOM_PACE_S = 2.5                       # Play's seconds per round in classroom mode: time to talk
 
 

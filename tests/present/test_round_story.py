@@ -18,7 +18,7 @@ def test_printed_digits_order_as_the_true_values(u, chance):
     assert (float(a) == float(b)) == (u == chance)
 
 
-def first_rounds(pair, temperature, kl_budget=0.0, steps=3, seed=8):
+def first_rounds(pair, temperature, kl_budget=0.0, steps=3, seed=35):
     dec = SpeculativeDecoder(pair, "ROMEO.\nBut soft, what light",
                              DecodeConfig(gamma=4, temperature=temperature, seed=seed, kl_budget=kl_budget))
     return [dec.step() for _ in range(steps)]
