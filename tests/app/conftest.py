@@ -44,3 +44,19 @@ def page(browser, app_url):
     context, page = open_page(browser, app_url)
     yield page
     context.close()
+
+
+@pytest.fixture
+def forwards(monkeypatch):
+    """How many nn.Module calls ran (every model forward is one or more)."""
+    import torch
+
+    count = {"n": 0}
+    original = torch.nn.Module.__call__
+
+    def counted(self, *args, **kwargs):
+        count["n"] += 1
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(torch.nn.Module, "__call__", counted)
+    return count

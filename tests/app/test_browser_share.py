@@ -7,7 +7,6 @@ import os
 import re
 
 import pytest
-import torch
 
 from tests.app.browsing import CHROMIUM, TIMEOUT
 
@@ -16,19 +15,6 @@ from playwright.sync_api import expect  # noqa: E402
 
 pytestmark = pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="needs Debian's chromium")
 SHOTS = os.environ.get("SPECVIZ_SCREENSHOT_DIR")
-
-
-@pytest.fixture
-def forwards(monkeypatch):
-    count = {"n": 0}
-    original = torch.nn.Module.__call__
-
-    def counted(self, *args, **kwargs):
-        count["n"] += 1
-        return original(self, *args, **kwargs)
-
-    monkeypatch.setattr(torch.nn.Module, "__call__", counted)
-    return count
 
 
 def opened(browser, url, width=1400, height=1000, **context):

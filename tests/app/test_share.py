@@ -7,7 +7,6 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-import torch
 
 from specviz.app.handlers import reset_handler, step_handler, tick_handler, view_handler
 from specviz.app.share import (
@@ -24,20 +23,6 @@ from specviz.present.share import LINK_SETTINGS
 from specviz.present.views import Session
 
 LESSON = Path(lesson_path("typical"))
-
-
-@pytest.fixture
-def forwards(monkeypatch):
-    """How many nn.Module calls ran (every model forward is one or more)."""
-    count = {"n": 0}
-    original = torch.nn.Module.__call__
-
-    def counted(self, *args, **kwargs):
-        count["n"] += 1
-        return original(self, *args, **kwargs)
-
-    monkeypatch.setattr(torch.nn.Module, "__call__", counted)
-    return count
 
 
 @pytest.fixture(scope="module")
