@@ -106,7 +106,7 @@ def runs(page_settings, pair):
                          ("tree", {"gamma": 3, "drafts": 4})):
         session = Session()
         for _ in range(6 if name == "exact" else 2):
-            session, _ = step_handler(session, page_settings(seed=3, **change))
+            session, _ = step_handler(session, page_settings(seed=4, **change))
         sessions[name] = session
     kinds = {t.correction.kind for t in sessions["exact"].traces}
     assert kinds == {"resampled", "bonus"}, kinds  # both corrections are shown below
