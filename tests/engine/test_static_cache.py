@@ -197,7 +197,7 @@ def test_the_cache_kind_names_each_model_when_they_differ(pair):
     graphs = "cuda graphs" if on_cuda else "static"  # CUDA captures unless SPECVIZ_CUDA_GRAPHS=0
     assert spec.cache_kind == graphs
     spec.target.static.captured.clear()
-    spec.draft.static.captured.clear()
+    spec.drafter.model.static.captured.clear()
     assert spec.cache_kinds == {"draft": "static", "target": "static"} and spec.cache_kind == "static"
     spec.target.static.captured[3] = object()
     assert spec.cache_kinds == {"draft": "static", "target": "cuda graphs"}
