@@ -33,7 +33,7 @@ def rewind(decoder, tokens: list[int], target_seen: int, draft_seen: int, seed: 
     those lengths are untouched by later rounds, which write only past them) and reseed it: the next round
     replays the captured forwards at that length, over the stale keys the previous round left past it."""
     decoder.target.crop_to(target_seen)
-    decoder.draft.crop_to(draft_seen)
+    decoder.drafter.crop(draft_seen)
     decoder.tokens = list(tokens)
     decoder.finished = False
     decoder.generator.manual_seed(seed)
@@ -49,7 +49,7 @@ def rewound_first_token_pvalue(pair, prompt: str, config: DecodeConfig, runs: in
     captured_at = decoder.target.seen
     while decoder.counters.accepted == decoder.counters.examined or decoder.target.seen == captured_at:
         decoder.step()
-    tokens, target_seen, draft_seen = list(decoder.tokens), decoder.target.seen, decoder.draft.seen
+    tokens, target_seen, draft_seen = list(decoder.tokens), decoder.target.seen, decoder.drafter.model.seen
     with torch.inference_mode():
         logits = pair.target(torch.tensor([tokens], device=pair.device)).logits[0, -1, : pair.vocab_size]
         expected = config.warp(logits)
