@@ -77,12 +77,18 @@ def full_round_lengths(pair, gamma: int, seeds: range) -> tuple[list[float], lis
     return [r.n_accepted + 1 for r in records], records
 
 
-def test_a_gamma_4_run_predicts_the_gamma_2_acceptance_length_within_its_standard_error(pair):
-    # gamma 4: 6 seeds x 3 prompts (318 rounds), gamma 2: 3 other seeds x 3 prompts (226 rounds); when written:
-    # 2.597 predicted, 2.602 +- 0.049 measured
+def test_a_gamma_4_run_predicts_the_gamma_2_acceptance_length_within_three_standard_errors(pair):
+    # gamma 4: 6 seeds x 3 prompts (about 300 rounds), gamma 2: 3 other seeds x 3 prompts (about 220 rounds). Both
+    # sides are samples: the prediction's error is estimated from the gamma 4 rounds cut at 2 drafts
+    # (min(accepted, 2) + 1 each), the measured side's from its rounds; 3 standard errors of the difference.
     _, records4 = full_round_lengths(pair, 4, range(6))
     lengths2, _ = full_round_lengths(pair, 2, range(50, 53))
     predicted = whatif.acceptance_length(metric_set(records4)["per_position_acceptance"], 2)
-    mean = sum(lengths2) / len(lengths2)
-    stderr = math.sqrt(sum((x - mean) ** 2 for x in lengths2) / (len(lengths2) - 1) / len(lengths2))
-    assert abs(predicted - mean) <= stderr, (predicted, mean, stderr)
+
+    def mean_and_stderr(values):
+        mean = sum(values) / len(values)
+        return mean, math.sqrt(sum((x - mean) ** 2 for x in values) / (len(values) - 1) / len(values))
+
+    mean, stderr = mean_and_stderr(lengths2)
+    _, predicted_stderr = mean_and_stderr([min(r.n_accepted, 2) + 1 for r in records4])
+    assert abs(predicted - mean) <= 3 * math.hypot(stderr, predicted_stderr), (predicted, mean, stderr, predicted_stderr)
