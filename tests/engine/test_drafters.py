@@ -14,7 +14,7 @@ from specviz.core.config import DecodeConfig
 from specviz.core.trace import StepTrace
 from specviz.core.tracefile import read_recording
 from specviz.engine.decoding.drafters import DRAFTERS, drafter_class, register
-from specviz.engine.decoding.drafting import Drafted, TokenContext
+from specviz.engine.decoding.drafting import Drafted, ModelFreeDrafter, TokenContext
 from specviz.engine.models.presets import pair_ref
 from specviz.engine.serving.race import run_race
 from specviz.engine.serving.run import ComparedRun, RunSettings
@@ -26,50 +26,16 @@ from tests.engine.greedy import greedy_parity
 PROMPT = "KING.\nNow is the time"
 
 
-class RepeatLast:
+class RepeatLast(ModelFreeDrafter):
     """Proposes the last token of the context gamma times; holds no model and no cache."""
-
-    several_drafts = False
-    mentored = False
-
-    def __init__(self, pair, config, target, cache_options, generator):
-        pass
-
-    @classmethod
-    def reads_target_features(cls, pair) -> bool:
-        return False
 
     @classmethod
     def verify_sizes(cls, gamma: int) -> list[int]:
         return [gamma + 1]
 
-    def prefill(self, context: TokenContext) -> None:
-        pass
-
-    def capture(self) -> float:
-        return 0.0
-
     def propose(self, context: TokenContext, gamma: int) -> Drafted:
         last = context.tail(len(context.ids) - 1)  # [1] on the device
         return Drafted(tokens=last.expand(gamma).clone(), probs=None, detail={"repeated": context.ids[-1]})
-
-    def crop(self, keep: int) -> None:
-        pass
-
-    def fork(self, target, generator):
-        return self
-
-    def cache_kinds(self) -> dict[str, str]:
-        return {}
-
-    def held_bytes(self) -> int:
-        return 0
-
-    def graph_error(self) -> str:
-        return ""
-
-    def source(self, drafted: Drafted) -> dict:
-        return drafted.detail
 
 
 @pytest.fixture

@@ -124,6 +124,47 @@ class Drafter(Protocol):
         """The trace's draft-source details of this round (`DraftSource.details`): plain JSON data."""
 
 
+class ModelFreeDrafter:
+    """What a drafter that runs no model shares (prompt lookup, a rule over the context): no cache to prefill,
+    capture, crop or fork, nothing held; its trace's source is what its proposal says. Such a drafter adds
+    `verify_sizes` and `propose`."""
+
+    several_drafts = False  # one proposal per round, verified by the exact rule: what is proven for a one-hot q
+    mentored = False
+
+    def __init__(self, pair: ModelPair, config: DecodeConfig, target: CachedModel, cache_options: dict,
+                 generator: torch.Generator):
+        self.pair, self.config = pair, config
+
+    @classmethod
+    def reads_target_features(cls, pair: ModelPair) -> bool:
+        return False
+
+    def prefill(self, context: TokenContext) -> None:
+        pass  # nothing to read ahead: each proposal reads the context as it stands
+
+    def capture(self) -> float:
+        return 0.0
+
+    def crop(self, keep: int) -> None:
+        pass
+
+    def fork(self, target: CachedModel, generator: torch.Generator) -> ModelFreeDrafter:
+        return self  # holds nothing that a round changes
+
+    def cache_kinds(self) -> dict[str, str]:
+        return {}
+
+    def held_bytes(self) -> int:
+        return 0
+
+    def graph_error(self) -> str:
+        return ""
+
+    def source(self, drafted: Drafted) -> dict:
+        return drafted.detail
+
+
 def cache_kind(model: CachedModel) -> str:
     """'cuda graphs', 'static' or 'dynamic': how a cached model's forwards run."""
     return "dynamic" if model.static is None else "cuda graphs" if model.static.captured else "static"

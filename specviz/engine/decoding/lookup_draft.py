@@ -16,39 +16,19 @@ from dataclasses import asdict
 import torch
 
 from ...core import lookup
-from ...core.config import DecodeConfig
 from ...core.trace import LookupTrace
-from ..caches.cache import CachedModel
-from ..models.loading import ModelPair
-from .drafting import Drafted, TokenContext
+from .drafting import Drafted, ModelFreeDrafter, TokenContext
 
 CONTEXT_SHOWN = 6  # tokens shown before the matched n-gram on the card
 AFTER_SHOWN = 3    # and after the copied ones
 
 
-class PromptLookup:
+class PromptLookup(ModelFreeDrafter):
     """Drafts copied from the context (config.lookup_max_ngram .. lookup_min_ngram, config.lookup_source)."""
-
-    several_drafts = False  # one proposal per round, verified by the exact rule: what is proven for a one-hot q
-    mentored = False
-
-    def __init__(self, pair: ModelPair, config: DecodeConfig, target: CachedModel, cache_options: dict,
-                 generator: torch.Generator):
-        self.pair, self.config = pair, config
-
-    @classmethod
-    def reads_target_features(cls, pair: ModelPair) -> bool:
-        return False
 
     @classmethod
     def verify_sizes(cls, gamma: int) -> list[int]:
         return list(range(1, gamma + 2))  # the pending token and 0..gamma proposed ones
-
-    def prefill(self, context: TokenContext) -> None:
-        pass  # nothing to read ahead: each proposal searches the context as it stands
-
-    def capture(self) -> float:
-        return 0.0
 
     def propose(self, context: TokenContext, gamma: int) -> Drafted:
         """The lookup's proposal (0..gamma tokens); q is a point mass on each, built on the device when needed."""
@@ -73,20 +53,3 @@ class PromptLookup:
                            copied=shown(start, start + k), after=shown(start + k, start + k + AFTER_SHOWN),
                            searched=searched)
 
-    def crop(self, keep: int) -> None:
-        pass  # nothing cached: the next proposal searches the context as it then stands
-
-    def fork(self, target: CachedModel, generator: torch.Generator) -> PromptLookup:
-        return self  # holds nothing that a round changes
-
-    def cache_kinds(self) -> dict[str, str]:
-        return {}
-
-    def held_bytes(self) -> int:
-        return 0
-
-    def graph_error(self) -> str:
-        return ""
-
-    def source(self, drafted: Drafted) -> dict:
-        return drafted.detail
