@@ -21,6 +21,7 @@ from ..present.page_settings import PageSettings, settings_from
 from ..present.race import race_html, race_status
 from ..present.recorded import advance, view_of, view_step
 from ..present.render import Status
+from ..present.share import settings_of
 from ..present.views import Session, View, step_session, with_lock
 
 SESSION_TTL_S = 15 * 60      # an idle tab's run is freed after this long (gr.State time_to_live)
@@ -153,10 +154,12 @@ def race_handler(session, settings: PageSettings):
         return session, None, status
     try:
         with event_deadline(current_deployment().event_timeout_s):
-            race = run_race(settings_from(settings), speculative_first=session.races % 2 == 0)
+            run_settings = settings_from(settings)
+            race = run_race(run_settings, speculative_first=session.races % 2 == 0)
     except (ValueError, ModelLoadError, RuntimeError) as err:
         return session, None, _failure(err, lang)
     session.races += 1
+    session.race, session.race_settings = race, settings_of(run_settings, settings.notation)  # exported with the run
     return session, race_html(race, lang), race_status(race, lang)  # a race the deadline stopped shows its lanes
 
 

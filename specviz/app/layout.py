@@ -17,6 +17,7 @@ from ..engine.models.presets import PRESETS, default_preset
 from ..present import render
 from ..present.debug_panels import DEFAULT_DRAFTS, DEFAULT_GAMMAS, requests_panel, whatif_panel
 from ..present.i18n import CATALOGUE, LANGUAGES, tr
+from ..present.page_settings import DEFAULT_MAX_NEW_TOKENS, DEFAULT_SEED, DEFAULT_TEMPERATURE, PAGE_MAX_NEW_TOKENS
 from ..present.race import race_html
 from ..present.views import REJECTION_COLUMNS, Session
 from .handlers import SESSION_TTL_S, intro, release_session, what_you_see
@@ -156,7 +157,6 @@ class Page:
 
 
 KL_STEPS = (0.0, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0)  # #kl-scale's positions: 0, then 1-2-5 per decade
-DEFAULT_TEMPERATURE, DEFAULT_SEED = 0.5, 35  # a first lesson (the recorded lesson 1): a kept prefix + resample, then bonus tokens
 CLASSROOM_PACE_S = 2.5                       # Play's seconds per round in classroom mode: time to talk
 
 
@@ -252,7 +252,8 @@ def settings_column(T) -> Settings:
             top_k = gr.Number(value=TOP_K_OFF, minimum=0, label=T("lbl.top_k"), elem_id="top-k")
             top_p = gr.Slider(0.05, 1.0, value=TOP_P_OFF, step=0.05, label=T("lbl.top_p"), elem_id="top-p")
             seed = gr.Number(value=DEFAULT_SEED, minimum=0, label=T("lbl.seed"), elem_id="seed")
-            max_new_tokens = gr.Slider(1, 200, value=80, step=1, label=T("lbl.max_new"), elem_id="max-new-tokens")
+            max_new_tokens = gr.Slider(1, PAGE_MAX_NEW_TOKENS, value=DEFAULT_MAX_NEW_TOKENS, step=1, label=T("lbl.max_new"),
+                                       elem_id="max-new-tokens")
         with gr.Accordion(T("lbl.own_pair"), open=False):
             draft_model = gr.Textbox("", label=T("lbl.draft_model"), elem_id="draft-model",
                                      placeholder="e.g. HuggingFaceTB/SmolLM2-135M")

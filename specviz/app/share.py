@@ -18,10 +18,10 @@ from ..engine.limits import event_deadline
 from ..engine.models.presets import ModelLoadError
 from ..engine.settings import current as current_deployment
 from ..present.i18n import tr
-from ..present.recorded import LESSONS, Playback, open_lesson, opening, recorded_label, view_of
+from ..present.recorded import LESSONS, Playback, open_lesson, opening, race_view, recorded_label, view_of
 from ..present.render import Status, message_html
 from ..present.share import LINK_SETTINGS, link_recipe, read_link, replay
-from ..present.views import with_lock
+from ..present.views import Session, with_lock
 from .handlers import _failure, _notation, check_lang
 
 TOO_LARGE = '{"too_large_bytes": '     # what page.js sends instead of a file over its bound
@@ -182,6 +182,7 @@ def wire_share(demo: gr.Blocks, page, views: list, model_queue: dict, inputs: di
     session); `inputs`: the components of LINK_SETTINGS by name, which a link's settings fill, so the next Step
     continues the same run."""
     bar, session, lang, notation = page.share, page.session, page.toolbar.lang, page.settings.notation
+    race = page.step.race
     knobs = [inputs[name] for name in LINK_SETTINGS]
     message = page.controls.message
 
@@ -201,11 +202,11 @@ def wire_share(demo: gr.Blocks, page, views: list, model_queue: dict, inputs: di
 
     def on_trace(s, text, n, code):
         s, view = open_trace_handler(s, text, n, lang=code)
-        return {session: s, **dict(zip(views, view))}
+        return {session: s, **dict(zip(views, view)), race: race_view(s, code) or gr.skip()}
 
     def on_lesson(s, name, n, code):
         s, view = open_lesson_handler(s, name, n, lang=code)
-        return {session: s, **dict(zip(views, view))}
+        return {session: s, **dict(zip(views, view)), race: race_view(s, code) or gr.skip()}
 
     bar.share_btn.click(on_share, [session, notation, bar.page_url, lang], [session, bar.link, message],
                         api_name="share", concurrency_limit=None)
@@ -213,9 +214,9 @@ def wire_share(demo: gr.Blocks, page, views: list, model_queue: dict, inputs: di
     bar.link_in.change(on_open_link, [session, bar.link_in, lang], [session, *views, message, *knobs],
               api_visibility="private", show_progress="minimal", **model_queue)
     gr.api(open_link_api, api_name="open_link", concurrency_limit=model_queue["concurrency_limit"])
-    bar.trace_text.change(on_trace, [session, bar.trace_text, notation, lang], [session, *views],
+    bar.trace_text.change(on_trace, [session, bar.trace_text, notation, lang], [session, *views, race],
                          api_visibility="private", concurrency_limit=None)
-    bar.lesson.input(on_lesson, [session, bar.lesson, notation, lang], [session, *views], api_visibility="private",
+    bar.lesson.input(on_lesson, [session, bar.lesson, notation, lang], [session, *views, race], api_visibility="private",
                      concurrency_limit=None)
     lang.change(lambda code: gr.Dropdown(choices=lesson_choices(code)), lang, bar.lesson, api_visibility="private")
 
@@ -223,8 +224,6 @@ def wire_share(demo: gr.Blocks, page, views: list, model_queue: dict, inputs: di
 def open_link_api(recipe: str, lang: str = "en") -> dict:
     """Replay a link's recipe (the whole link or its `v1.…` part) to its step: the step's card and round summary
     as HTML, the reproduced digest and whether it matches the link's, or the message naming what is wrong."""
-    from ..present.views import Session
-
     session, view, settings, status = open_link_handler(Session(), recipe, lang=lang)
     run = session.run
     return {"ok": settings is not None and not status.error, "message": status.text,
@@ -233,12 +232,14 @@ def open_link_api(recipe: str, lang: str = "en") -> dict:
             "step_card": view.step_card, "round_summary": view.round_summary}
 
 
-def show_opening(views: list) -> None:
-    """The components a View fills start with the opening lesson's first step (in English: a page in another
-    language redraws it on #lang, still without a model), so the page's first paint is a recorded round."""
+def show_opening(views: list, race) -> None:
+    """The components a View fills start with the opening lesson's first step, and #race with its recorded race
+    (in English: a page in another language redraws them on #lang, still without a model), so the page's first
+    paint is a recorded round."""
     view = opening()
     if view is None:
         return
     for component, value in zip(views, view):
         if value is not None and component.__class__.__name__ != "Number":
             component.value = component.postprocess(value)
+    race.value = race.postprocess(race_view(Session()))

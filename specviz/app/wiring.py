@@ -20,6 +20,7 @@ from ..present.errors import localize
 from ..present.i18n import CATALOGUE, LANGUAGES, tr
 from ..present.page_settings import RACE_PARAMETERS, STEP_PARAMETERS, PageSettings
 from ..present.race import race_html
+from ..present.recorded import race_view
 from ..present.share import LINK_SETTINGS
 from ..present.views import (
     Session,
@@ -65,7 +66,7 @@ def build_app() -> gr.Blocks:
     # gradio's cache (exports it serves, uploads) is swept every 5 minutes of files older than 15
     with gr.Blocks(title="specviz: speculative decoding, step by step", delete_cache=CACHE_SWEEP) as demo:
         page = build_layout()
-        show_opening(list(view_outputs(page)))  # the first paint: a recorded lesson, before any model is called
+        show_opening(list(view_outputs(page)), page.step.race)  # the first paint: a recorded lesson, before any model is called
         wire(demo, page)
     return demo
 
@@ -77,7 +78,7 @@ def wire(demo: gr.Blocks, page: Page) -> None:
     wire_race(page)
     loaded = wire_toolbar(demo, page)
     wire_view(page)
-    wire_settings(page)
+    wire_settings(page, stepped=stepping[0])
     wire_debug(demo, page)
     wire_acceptance_panels(page, after=stepping)
     wire_playground(page.pg, page.settings.notation, page.toolbar.lang, LIGHT, loaded)
@@ -178,6 +179,12 @@ def wire_step(page: Page) -> list:
     was_reset = c.reset_btn.click(on_stop, [session, page.toolbar.lang], [session, timer, c.play_btn],
                                   cancels=[tick], **LIGHT).then(on_reset, [session, page.settings.notation], all_views(page),
                                                 api_name="reset", concurrency_limit=None, **RAW)
+    # the opening lesson's recorded race gives way with it, at the tab's first own Step (a race or recording stays)
+    def own_race(s, code):
+        own = isinstance(s, Session) and not s.races and s.recorded is None and s.run is not None
+        return race_html(None, code) if own else gr.skip()
+    for event in (stepped, tick):
+        event.then(own_race, [session, page.toolbar.lang], page.step.race, show_progress="hidden", **LIGHT)
     return [stepped, tick, was_reset]
 
 
@@ -216,11 +223,11 @@ def wire_toolbar(demo: gr.Blocks, page: Page):
     play_btn = page.controls.play_btn
 
     def on_lang(s, n, step, code, playing_label):
-        raced = isinstance(s, Session) and s.races  # a race already shown stays; the empty line follows #lang
+        shown_race = race_view(s if isinstance(s, Session) else Session(), code)  # None: a live race stays
         # the step shown is the session's own (its `viewing`): #view-step's value was read when the event was sent,
         # and an event holding the session's lock meanwhile (a link opening as the page loads) may have moved it
         return {**shown_view(page, s, n, None, code), header: intro(n, code), what: what_you_see(code),
-                race: gr.skip() if raced else race_html(None, code),
+                race: gr.skip() if shown_race is None else shown_race,
                 play_btn: gr.Button(value=tr(code, "btn.pause" if playing_label in PAUSE_LABELS else "btn.play"))}
 
     notation = page.settings.notation
@@ -239,8 +246,15 @@ def wire_toolbar(demo: gr.Blocks, page: Page):
     return loaded
 
 
-def wire_settings(page: Page) -> None:
-    """The knobs that fill in others: the KL scale, the KL note, the example prompts."""
+def kl_position(budget) -> int:
+    """#kl-scale's position for a budget typed into #kl-budget: the largest step at or below it."""
+    ok = isinstance(budget, (int, float)) and not isinstance(budget, bool) and budget == budget
+    return max((i for i, step in enumerate(KL_STEPS) if ok and step <= budget), default=0)
+
+
+def wire_settings(page: Page, stepped) -> None:
+    """The knobs that fill in others: the KL scale, the KL note (again after each Step: the context moved), the
+    example prompts."""
     settings = page.settings
 
     def on_kl(s, budget, code):
@@ -248,8 +262,10 @@ def wire_settings(page: Page) -> None:
             return kl_buys(s, budget, code)
 
     settings.kl_scale.input(lambda i: KL_STEPS[int(i)], settings.kl_scale, settings.kl_budget, **LIGHT)
-    settings.kl_budget.change(on_kl, [page.session, settings.kl_budget, page.toolbar.lang], settings.kl_note,
-                              **model_queue(), api_visibility="private")
+    settings.kl_budget.input(kl_position, settings.kl_budget, settings.kl_scale, **LIGHT)  # typed: the scale follows
+    for trigger in (settings.kl_budget.change, stepped.then):
+        trigger(on_kl, [page.session, settings.kl_budget, page.toolbar.lang], settings.kl_note, **model_queue(),
+                api_visibility="private", show_progress="hidden")
     settings.example.change(lambda e, p: e or p, [settings.example, settings.prompt], settings.prompt, **LIGHT)
     settings.preset.change(lambda p: gr.Dropdown(choices=PRESETS[p].prompt_choices if p in PRESETS else [], value=None),
                            settings.preset, settings.example, **LIGHT)

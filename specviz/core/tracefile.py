@@ -1,6 +1,6 @@
-"""A recorded run as a file: JSON Lines, a header line (format version, producer, settings, prompts) then one
-step trace a line, as `StepTrace.to_dict` writes it. What `report` writes (traces.jsonl), what the lessons in
-assets/lessons are, and what the page and `replay` open.
+"""A recorded run as a file: JSON Lines, a header line (format version, producer, settings, prompts, and the race
+the tab ran, where it ran one) then one step trace a line, as `StepTrace.to_dict` writes it. What `report` writes
+(traces.jsonl), what the lessons in assets/lessons are, what the page exports, and what the page and `replay` open.
 
 Also read, for files written before the header existed: traces.jsonl without a header, the page's exported
 JSON (a list of steps) and `generate --json`'s output (an object with "steps"); those say "device and date not
@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass, field, fields, is_dataclass
 
+from .race_record import Race
 from .recipe import Producer, RecipeError
 from .trace import StepTrace
 
@@ -40,6 +41,8 @@ class Recording:
     settings: dict
     runs: list[RecordedRun]
     extra: dict = field(default_factory=dict)   # the header's other fields (a lesson's notes, the baseline's times)
+    race: Race | None = None                    # the race recorded with the run (its own settings in race_settings)
+    race_settings: dict = field(default_factory=dict)
 
     @property
     def steps(self) -> int:
@@ -49,6 +52,11 @@ class Recording:
 def header(producer: Producer, settings: dict, prompts: list[str], **extra) -> dict:
     """The first line of a trace file."""
     return {FORMAT_KEY: TRACE_FORMAT, "producer": asdict(producer), "settings": settings, "prompts": prompts, **extra}
+
+
+def race_entry(race: Race, settings: dict) -> dict:
+    """A race for a header's "race": its lanes and how it was run, with the page settings it was run with."""
+    return {**race.to_dict(), "settings": settings}
 
 
 def header_line(producer: Producer, settings: dict, prompts: list[str], **extra) -> str:
@@ -85,7 +93,27 @@ def read_recording(data: bytes | str, *, max_bytes: int = MAX_FILE_BYTES, max_st
     if len(steps) > max_steps:
         raise TraceFileError(f"{name} has {len(steps):,} steps, over the {max_steps:,} allowed here")
     producer, settings, prompts, extra = _header_fields(head, name)
-    return Recording(producer=producer, settings=settings, runs=_runs(steps, prompts, name), extra=extra)
+    race, race_settings = _race(extra.pop("race", None), name)
+    return Recording(producer=producer, settings=settings, runs=_runs(steps, prompts, name), extra=extra, race=race,
+                     race_settings=race_settings)
+
+
+def _race(data, name: str) -> tuple[Race | None, dict]:
+    """The header's race (None where the file has none) and the page settings it was run with."""
+    if data is None:
+        return None, {}
+    try:
+        if not isinstance(data, dict):
+            raise ValueError(f"race must be an object, not {type(data).__name__}")
+        data = dict(data)
+        settings = data.pop("settings", {})
+        if not isinstance(settings, dict) or len(settings) > 50 or not all(
+                isinstance(v, (str, int, float, bool, type(None))) and (not isinstance(v, str) or len(v) <= 20_000)
+                for v in settings.values()):
+            raise ValueError("race.settings must be an object of at most 50 plain values")
+        return Race.from_dict(data), settings
+    except ValueError as err:
+        raise TraceFileError(f"{name}'s header: {err}") from None
 
 
 def _load(text: str, where: str):

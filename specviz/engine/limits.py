@@ -102,11 +102,23 @@ _SLOTS: dict[int, HeavySlots] = {}
 _SLOTS_LOCK = threading.Lock()
 
 
-def heavy_slot(tokens: int, concurrency: int, busy: str = LONG_PROMPTS):
+@contextlib.contextmanager
+def said_busy(message: str):
+    """Within this block, a heavy slot refused without a message of its own says `message` (a race reading its
+    long prompt is refused as a race, not as a prompt)."""
+    saved = getattr(_local, "busy", None)
+    _local.busy = message
+    try:
+        yield
+    finally:
+        _local.busy = saved
+
+
+def heavy_slot(tokens: int, concurrency: int, busy: str | None = None):
     """The process's heavy slots for a deployment of `concurrency` model workers: one heavy forward fewer than
     the workers (at least one), as many events admitted as workers."""
     with _SLOTS_LOCK:
         slots = _SLOTS.get(concurrency)
         if slots is None:
             slots = _SLOTS[concurrency] = HeavySlots(max(1, concurrency - 1), concurrency)
-    return slots(tokens, busy)
+    return slots(tokens, busy or getattr(_local, "busy", None) or LONG_PROMPTS)

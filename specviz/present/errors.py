@@ -50,6 +50,9 @@ FRAMES = [
      r"\(SPECVIZ_EVENT_TIMEOUT_S\), so it was not started; nothing changed: try again in a moment", "busy.clock"),
     (r"the server is running other visitors' long races right now; try again in a few seconds, or race fewer new "
      r"tokens \(max_new_tokens\) with a smaller gamma or fewer drafts", "busy.races"),
+    (r"the race was stopped at the (?P<limit>[\d.]+) s an event may run \(SPECVIZ_EVENT_TIMEOUT_S\) before its lanes "
+     r"started: it waited for other visitors' long prompts and races, then read its prompt; nothing was decoded: try "
+     r"again in a few seconds, or race a shorter prompt", "race.not_started"),
     (r"a race of max_new_tokens (?P<n>\d+) with gamma (?P<gamma>\d+) and drafts (?P<drafts>\d+) is predicted to take "
      r"(?P<s>[\d.]+) s, more than this event has left of its (?P<limit>[\d.]+) s \(SPECVIZ_EVENT_TIMEOUT_S\); race "
      r"fewer new tokens, a smaller gamma or fewer drafts", "race.too_long"),

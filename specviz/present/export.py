@@ -1,4 +1,5 @@
-"""A run's traces out of the app: JSON (the traces as `generate --json` prints them) and a per-token CSV."""
+"""A run's traces out of the app: a trace file (`core.tracefile`: a header naming who recorded it, where and when,
+with the tab's race, then a step a line), the traces as JSON data and a per-token CSV."""
 from __future__ import annotations
 
 import csv
@@ -6,7 +7,10 @@ import io
 import json
 
 from ..core import rejections as core_rejections
+from ..core import tracefile
 from ..core.notation import num, show
+from ..core.race_record import Race
+from ..core.recipe import Producer
 from ..core.trace import StepTrace
 
 CSV_COLUMNS = ["step", "position", "token_id", "token", "verdict", "draft_prob", "target_prob", "accept_prob",
@@ -15,6 +19,16 @@ CSV_COLUMNS = ["step", "position", "token_id", "token", "verdict", "draft_prob",
 
 def traces_json(traces: list[StepTrace]) -> str:
     return json.dumps([t.to_dict() for t in traces])
+
+
+def trace_file(traces: list[StepTrace], producer: Producer, settings: dict, prompt: str, baseline_call_s=(),
+               race: Race | None = None, race_settings: dict | None = None) -> str:
+    """The run as a trace file the page, `replay` and `report --from-traces` open: a header (producer, settings,
+    prompt, the target-only side's forward times, the race where one ran) then one step a line."""
+    extra = {"baseline_call_s": [round(x, 6) for x in baseline_call_s]}
+    if race is not None:
+        extra["race"] = tracefile.race_entry(race, race_settings or {})
+    return tracefile.header_line(producer, settings, [prompt], **extra) + "".join(tracefile.step_line(t) for t in traces)
 
 
 def read_traces_json(text: str) -> list[StepTrace]:

@@ -13,7 +13,8 @@ import shutil
 from pathlib import Path
 
 _FOLDER = re.compile(r"specviz-(?:(?P<pid>\d+)-)?[\w-]+")
-EXPORT_FILES = ("specviz-traces.json", "specviz-tokens.csv")
+EXPORT_FILES = ("specviz-traces.jsonl", "specviz-tokens.csv")  # a trace file (core.tracefile), a row per token
+EARLIER_FILES = ("specviz-traces.json",)  # what older versions exported: their folders are cleaned up too
 
 
 def export_prefix() -> str:
@@ -50,7 +51,7 @@ def remove_stale_exports(root: str | os.PathLike) -> int:
         if match["pid"] is not None and _alive(int(match["pid"])):
             continue  # another server's, still running: its visitors' exports
         names = {child.name for child in entry.iterdir()}
-        if names and names <= set(EXPORT_FILES):
+        if names and names <= {*EXPORT_FILES, *EARLIER_FILES}:
             shutil.rmtree(entry, ignore_errors=True)
             removed += 1
     return removed

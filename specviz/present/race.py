@@ -10,8 +10,8 @@ from __future__ import annotations
 import html
 import itertools
 
+from ..core.race_record import Race
 from ..engine.serving.quiet import BUSY_CORES
-from ..engine.serving.race import Race
 from .i18n import tr
 from .palette import var
 from .render import ROLE, VERDICT_STYLE, Status
@@ -35,8 +35,8 @@ def _lane(lane, name: str, passes: str, lang: str) -> str:
             f'<div class="race-text">{tokens}</div></div>')
 
 
-def race_html(race: Race | None, lang: str = "en") -> str:
-    """The race, or a line saying what the Race button does."""
+def race_html(race: Race | None, lang: str = "en", mark: str = "") -> str:
+    """The race, or a line saying what the Race button does; `mark` (HTML) heads a recorded race's caption."""
     if race is None:
         return f'<div class="race empty">{tr(lang, "race.empty")}</div>'
     a, b = race.target_only, race.speculative
@@ -47,7 +47,7 @@ def race_html(race: Race | None, lang: str = "en") -> str:
                 n_base=len(a.texts), n_spec=len(b.texts))
     notes = _notes(race, lang)
     return (f'<div class="race" data-race="{next(_IDS)}">'
-            f'<div class="race-caption">{tr(lang, "race.caption", first=first, device=html.escape(race.device))}</div>'
+            f'<div class="race-caption">{mark}{tr(lang, "race.caption", first=first, device=html.escape(race.device))}</div>'
             + '<div class="race-lanes">'
             + _lane(a, tr(lang, "cnt.target_only"), tr(lang, "race.passes", n=a.target_passes), lang)
             + _lane(b, tr(lang, "cnt.speculative"), tr(lang, "race.passes_spec", n=b.target_passes, d=b.draft_passes)

@@ -1,5 +1,6 @@
 """A recorded run shown as the page shows a live one: the card, the bars, u, the verdicts, the residual, the
-counters, each marked "recorded on <device>, <date>"; no model is loaded, every figure is the file's.
+counters and the race lanes, each marked "recorded on <device>, <date>"; no model is loaded, every figure is the
+file's.
 
 A `Playback` is one run of a recording (`core.tracefile`) and the step it shows; a lesson (assets/lessons) adds
 one sentence per step of what to notice, in the page's language (catalogue keys lesson.<name>.<step>).
@@ -15,11 +16,13 @@ from pathlib import Path
 import plotly.graph_objects as go
 
 from ..core.metrics import metric_set
+from ..core.race_record import Race
 from ..core.recipe import Producer
 from ..core.tracefile import RecordedRun, Recording, TraceFileError, read_recording
 from . import export, render, run_figures, step_figures
 from .i18n import CATALOGUE, tr
 from .plotting import empty_figure
+from .race import race_html
 from .render import Status
 from .views import View, build_view, rejection_table
 
@@ -36,6 +39,7 @@ class Playback:
     at: int = 1
     lesson: str = ""            # a lesson's name: its sentences are shown step by step
     baseline_call_s: tuple = ()  # the target-only side's forward times, where the recording kept them
+    race: Race | None = None     # the race recorded with it, where the file has one
 
     @property
     def total(self) -> int:
@@ -52,7 +56,7 @@ class Playback:
         ok = isinstance(calls, list) and all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in calls)
         return cls(run=run, producer=recording.producer, settings=recording.settings,
                    lesson=lesson if isinstance(lesson, str) and lesson in LESSONS else "",
-                   baseline_call_s=tuple(calls) if ok and index == 0 else ())
+                   baseline_call_s=tuple(calls) if ok and index == 0 else (), race=recording.race)
 
 
 def recorded_label(producer: Producer | None, lang: str = "en") -> str:
@@ -150,6 +154,18 @@ def view_of(session, notation: str, status: Status = Status(), lang: str = "en")
         if shown is not None:
             return shown._replace(message=render.message_html(status))
     return build_view(session, notation, status, lang)
+
+
+def race_view(session, lang: str = "en") -> str | None:
+    """The race a tab shows when no live race of its own is in question: its recording's race (the opening lesson's
+    until its first Step), marked recorded, or the line saying what Race does; None: keep the live race shown."""
+    playback = getattr(session, "recorded", None)
+    if playback is None and not session.races and session.run is None and not getattr(session, "stepped", False):
+        lesson = first_lesson()
+        playback = Playback.of(lesson) if lesson else None
+    if playback is None:
+        return None if session.races else race_html(None, lang)
+    return race_html(playback.race, lang, mark=badge(playback.producer, lang) + " ") if playback.race else race_html(None, lang)
 
 
 def advance(playback: Playback, lang: str = "en") -> Status:

@@ -17,14 +17,16 @@ import plotly.graph_objects as go
 from ..core import playground
 from ..core.config import DRAFTS_MAX, DRAFTS_MIN
 from ..core.notation import letters, p_value_text
+from ..engine.serving.clock import TIMED
 from ..engine.serving.run import ComparedRun, RunSettings
 from . import export, playground_figures, render, run_figures, step_figures
 from .errors import localize
-from .export_folders import export_prefix
+from .export_folders import EXPORT_FILES, export_prefix
 from .i18n import tr
 from .page_settings import text_value
 from .plotting import empty_figure
 from .render import Status
+from .share import producer_of, settings_of
 
 KEPT_RUNS = 20  # runs ("requests") a tab keeps for the per-request histogram, the current one included
 
@@ -45,6 +47,8 @@ class Session:
         self.kept_runs: list[list] = []      # earlier runs' StepRecords (requests), oldest first
         self.recorded = None                 # an open recording (present/recorded.py Playback): Step moves through it
         self.stepped = False                 # the tab ran a Step of its own: the opening lesson gives way
+        self.race = None                     # the tab's last race (core.race_record.Race): exported with the run
+        self.race_settings: dict = {}        # the settings it ran with, by name
 
     def __deepcopy__(self, memo):  # gr.State deep-copies its initial value for each tab: a fresh session
         return Session()
@@ -56,7 +60,7 @@ class Session:
     def release(self) -> None:
         """Free the run and its export now: the tab closed or the session expired."""
         self.run, self.viewing, self.playing, self.recorded = None, None, False, None
-        self.kept_runs = []
+        self.kept_runs, self.race, self.race_settings = [], None, {}
         drop_export(self)
 
     def keep_run(self) -> None:
@@ -255,14 +259,17 @@ KL_GRID = (0.001, 0.003, 0.01, 0.03, 0.1, 0.3, 1.0)   # the budgets the KL scale
 def kl_buys(session: Session, kl_budget: float, lang: str = "en") -> str:
     """The acceptance a KL budget buys on the session's current context: the expected acceptance rate
     Σ draft·accept of exact decoding (Σ min(p, q)) and of mentored decoding at this budget, at the next
-    position, from one forward of each model (HTML; a hint before the first Step)."""
+    position, from one forward of each model (HTML; a hint before the first Step). Its forwards hold the fair
+    clock as a round does, so they never run inside another visitor's timed round."""
     from ..engine.decoding.sweep import next_acceptance
 
     if session.run is None or session.run.stateless or not session.run.tokens:
         return f'<span class="muted">{tr(lang, "kl.none")}</span>'
     try:
         budget = float(kl_budget or 0.0)
-        exact, mentored = next_acceptance(session.run.settings.load(), session.run.tokens, session.run.config, budget)
+        with TIMED:
+            exact, mentored = next_acceptance(session.run.settings.load(), session.run.tokens, session.run.config,
+                                              budget)
     except (ValueError, RuntimeError, TypeError) as err:
         return render.message_html(Status("error", localize(lang, str(err).splitlines()[0])))
     if budget <= 0:
@@ -279,9 +286,10 @@ def drop_export(session: Session) -> None:
 
 @with_lock
 def export_files(session: Session, root: str | None = None):
-    """(JSON file path, CSV file path, the traces as JSON data) of the session's run, written to a
+    """(trace file path, CSV file path, the traces as JSON data) of the session's run, written to a
     fresh folder under `root` (the server's file cache); the session's previous export is deleted,
-    so a session holds one export at a time, and none once it is released."""
+    so a session holds one export at a time, and none once it is released. The trace file (core.tracefile)
+    names its producer and holds the tab's last race: the page, `replay` and `report --from-traces` open it."""
     traces = session.traces
     if not traces:
         return None, None, []
@@ -289,8 +297,10 @@ def export_files(session: Session, root: str | None = None):
     if root:
         Path(root).mkdir(parents=True, exist_ok=True)
     folder = session.export_dir = tempfile.mkdtemp(prefix=export_prefix(), dir=root)  # named after this server
-    json_path, csv_path = f"{folder}/specviz-traces.json", f"{folder}/specviz-tokens.csv"
-    text = export.traces_json(traces)
+    json_path, csv_path = f"{folder}/{EXPORT_FILES[0]}", f"{folder}/{EXPORT_FILES[1]}"
+    run = session.run
+    text = export.trace_file(traces, producer_of(run), settings_of(run.settings, "leviathan"), run.settings.prompt,
+                             run.timings()[1], session.race, session.race_settings)
     with open(json_path, "w", encoding="utf-8") as f:
         f.write(text)
     with open(csv_path, "w", encoding="utf-8", newline="") as f:

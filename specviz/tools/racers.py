@@ -18,6 +18,7 @@ import time
 from .loadtest import RssPeak, Server, Visitor, _check, _once, _token_limit
 
 LIGHT_PROMPT = "KING.\nNow is the time"
+ENDINGS = ("completed", "capped", "stopped", "unstarted", "busy", "other")  # how a race ended (`_ending`)
 LONGEST = {"max_new_tokens": 200, "gamma": 16, "drafts": 8}  # the page's longest race; the prompt is the longest too
 
 
@@ -27,6 +28,8 @@ def _ending(message: str) -> str:
         return "completed"
     if "stopped between two forwards" in message:
         return "stopped"
+    if "before its lanes started" in message:
+        return "unstarted"
     if "of the" in message and "tokens asked for" in message:
         return "capped"
     if "long races" in message or "long prompts" in message:
@@ -97,7 +100,7 @@ def _phase(url: str, heavy: str, light: str, prompt: str, racers: int, seconds: 
     return {"racers": racers, "seconds": seconds, "light_steps": len(light_s), "light_lost": len(lost),
             "light_median_s": round(statistics.median(light_s), 3) if light_s else None,
             "light_max_s": round(max(light_s), 3) if light_s else None,
-            **{f"races_{kind}": endings.count(kind) for kind in ("completed", "capped", "stopped", "busy", "other")},
+            **{f"races_{kind}": endings.count(kind) for kind in ENDINGS},
             "other_samples": [s for r in crowd for s in r.samples][:3]}
 
 
@@ -139,8 +142,8 @@ def racers_text(out: dict) -> str:
     for p in out["phases"]:
         lines.append(f"  {p['racers']} racer(s), {p['seconds']:g} s: light Step median {p['light_median_s']} s, max "
                      f"{p['light_max_s']} s ({p['light_steps']} answered, {p['light_lost']} lost); races completed "
-                     f"{p['races_completed']}, capped {p['races_capped']}, stopped {p['races_stopped']}, busy "
-                     f"{p['races_busy']}, other {p['races_other']}")
+                     f"{p['races_completed']}, capped {p['races_capped']}, stopped {p['races_stopped']}, stopped before "
+                     f"their lanes {p['races_unstarted']}, busy {p['races_busy']}, other {p['races_other']}")
     lines.append(f"  {len(out['series_s'])} longest races in a row: {out['series_s']} s")
     lines.append(f"  server RSS before {out['rss_before_mib']} MiB, peak {out['rss_peak_mib']} MiB, after "
                  f"{out['rss_after_mib']} MiB")
@@ -148,14 +151,15 @@ def racers_text(out: dict) -> str:
 
 
 def race_against_bench(races: int = 10, progress=sys.stderr) -> dict:
-    """`races` races of the page's defaults (the default pair, γ 4, T 0.5, seed 8, 80 tokens) through the engine,
-    the first side alternating, each against one `bench --quick` run on the same machine just before: each race's
-    speed-up over the bench's, and how many fall within 15% and 25% of it."""
+    """`races` races of the page's first settings (the default pair and its first example prompt, γ 4, T 0.5, seed
+    35, 80 tokens) through the engine, the first side alternating, each against one `bench --quick` run on the same
+    machine just before: each race's speed-up over the bench's, and how many fall within 15% and 25% of it."""
     from ..core.config import DecodeConfig
-    from ..engine.models.presets import default_preset, pair_ref
+    from ..engine.models.presets import PRESETS, default_preset, pair_ref
     from ..engine.serving.race import run_race
     from ..engine.serving.run import RunSettings
     from ..engine.serving.threads import use_serving_threads
+    from ..present.page_settings import DEFAULT_MAX_NEW_TOKENS, DEFAULT_SEED, DEFAULT_TEMPERATURE
     from .bench import run_bench
 
     _check("races", races, 1, 100)
@@ -163,8 +167,9 @@ def race_against_bench(races: int = 10, progress=sys.stderr) -> dict:
     bench = run_bench(preset=default_preset(), quick=True)["speedup_vs_target_only"]
     threads = use_serving_threads()  # as the app serves: one core left to everything else
     pair = default_preset()
-    settings = RunSettings(pair=pair_ref(pair), prompt=LIGHT_PROMPT,
-                           config=DecodeConfig(gamma=4, temperature=0.5, seed=8, max_new_tokens=80))
+    settings = RunSettings(pair=pair_ref(pair), prompt=PRESETS[pair].examples[0],
+                           config=DecodeConfig(gamma=4, temperature=DEFAULT_TEMPERATURE, seed=DEFAULT_SEED,
+                                               max_new_tokens=DEFAULT_MAX_NEW_TOKENS))
     settings.load()
     print(f"2. {races} races of the page's defaults, {threads} thread(s)", file=progress, flush=True)
     speedups, busy = [], []

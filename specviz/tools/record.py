@@ -1,8 +1,8 @@
 """`python -m specviz record-lessons [--out DIR]`: record the page's three lessons into assets/lessons/.
 
 Each lesson is a short seeded run on an offline pair, chosen for what it teaches, recorded with its target-only
-twin (`ComparedRun`, as the page steps) into a trace file (`core.tracefile`): the page opens the first of them
-before any model loads. Each step has one sentence of what to notice (catalogue keys lesson.<name>.<step>, in
+twin (`ComparedRun`, as the page steps) and a race of the same settings (as the Race button runs it) into a trace
+file (`core.tracefile`): the page opens the first of them, race lanes included, before any model loads. Each step has one sentence of what to notice (catalogue keys lesson.<name>.<step>, in
 en/zh/ja); the sentences describe the recorded rounds, so `expect` checks each round still has the shape its
 sentence describes: a re-recording after a change to the models or the decoders fails, naming the lesson and
 step, instead of shipping sentences that no longer fit.
@@ -18,6 +18,7 @@ from ..core import tracefile
 from ..core.trace import StepTrace
 from ..engine.decoding.drafters import PromptLookup
 from ..engine.models.presets import PRESETS
+from ..engine.serving.race import run_race
 from ..engine.serving.run import ComparedRun, RunSettings, WarmRuns
 from ..present.page_settings import PageSettings, settings_from
 from ..present.recorded import LESSONS, lesson_path
@@ -81,11 +82,14 @@ def record_lesson(lesson: Lesson, out: Path, progress=sys.stderr) -> Path:
         print(f"{lesson.name} step {step}: {got}", file=progress, flush=True)
     _, calls = run.timings()
     settings = settings_of(run.settings, "leviathan")
+    race = run_race(lesson.run_settings(), speculative_first=True)
+    print(f"{lesson.name} race: x{race.speedup:.2f}", file=progress, flush=True)
     path = out / f"{lesson.name}.jsonl"
     out.mkdir(parents=True, exist_ok=True)
     with open(path, "w", encoding="utf-8") as f:
         f.write(tracefile.header_line(producer_of(run), settings, [run.settings.prompt], lesson=lesson.name,
-                                      baseline_call_s=[round(x, 6) for x in calls]))
+                                      baseline_call_s=[round(x, 6) for x in calls],
+                                      race=tracefile.race_entry(race, settings)))
         for trace in run.traces:
             f.write(tracefile.step_line(trace))
     return path

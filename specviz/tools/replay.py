@@ -2,7 +2,8 @@
 
 TRACE is a trace file (`core.tracefile`): the traces.jsonl `report` writes, a lesson of assets/lessons, or a
 run exported from the page. Each round prints as the page's card tells it: what was drafted, u against the
-accept chance and the verdict at each tested position, the token the correction added and where it came from.
+accept chance and the verdict at each tested position, the token the correction added and where it came from;
+then the race recorded with the run, where there is one: each lane's tokens, time and forwards.
 """
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import json
 from pathlib import Path
 
 from ..core.notation import num, show
+from ..core.race_record import Race
 from ..core.trace import StepTrace
 from ..core.tracefile import MAX_FILE_BYTES, Recording, TraceFileError, read_recording
 from ..present.recorded import recorded_label
@@ -48,13 +50,26 @@ def round_lines(trace: StepTrace) -> list[str]:
     return lines
 
 
+def race_lines(race: Race) -> list[str]:
+    """The recorded race: each lane's tokens, its own time and forwards, the speed-up and its slices' spread."""
+    a, b = race.target_only, race.speculative
+    spread = f", slices' middle half x{race.spread[0]:.2f}-x{race.spread[1]:.2f}" if race.spread else ""
+    return [f"race on {race.device} ({'speculative' if race.first == 'speculative' else 'target-only'} first): "
+            f"speed-up x{race.speedup:.2f}{spread}",
+            f"  target-only  {len(a.texts)} tokens in {a.total_s:.2f} s, {a.target_passes} target passes",
+            f"  speculative  {len(b.texts)} tokens in {b.total_s:.2f} s, {b.target_passes} target passes, "
+            f"{b.draft_passes} draft passes",
+            "  " + "".join(b.texts)]
+
+
 def replay_text(recording: Recording, index: int) -> str:
     run = recording.runs[index]
     head = (f"{recorded_label(recording.producer)}; run {index + 1} of {len(recording.runs)} "
             f"(prompt {run.prompt_index + 1}, seed run {run.run_index}), {len(run.traces)} step(s)")
     body = [line for trace in run.traces for line in round_lines(trace)]
     text = run.prompt + "".join(e.text for t in run.traces for e in t.emitted)
-    return "\n".join([head, *body, "", text])
+    race = ["", *race_lines(recording.race)] if recording.race else []
+    return "\n".join([head, *body, "", text, *race])
 
 
 def run_replay(path: str, run: int = 1, as_json: bool = False) -> str:
@@ -65,7 +80,8 @@ def run_replay(path: str, run: int = 1, as_json: bool = False) -> str:
         chosen = recording.runs[run - 1]
         producer = recording.producer.__dict__ if recording.producer else None
         return json.dumps({"producer": producer, "settings": recording.settings, "prompt": chosen.prompt,
-                           "runs": len(recording.runs), "steps": [t.to_dict() for t in chosen.traces]})
+                           "runs": len(recording.runs), "steps": [t.to_dict() for t in chosen.traces],
+                           "race": recording.race.to_dict() if recording.race else None})
     return replay_text(recording, run - 1)
 
 

@@ -10,12 +10,16 @@ from playwright.sync_api import expect  # noqa: E402
 
 SHOWN = "(side) => document.querySelectorAll(`#race [data-side=${side}] .race-tok.shown`).length"
 TOTAL = "(side) => document.querySelectorAll(`#race [data-side=${side}] .race-tok`).length"
+# a race of this tab's own: the opening lesson's recorded race (shown before it) carries a "recorded on" badge
+LIVE = "() => !!document.querySelector('#race .race-lane') && !document.querySelector('#race .race-caption .recorded')"
 
 
 def test_the_race_replays_both_lanes_to_their_measured_ends(browser, app_url):
     context, page = open_page(browser, app_url, 1280, 720)
     try:
+        expect(page.locator("#race .race-caption .recorded")).to_be_attached(timeout=TIMEOUT)  # the lesson's race
         page.locator("#race-btn").click()
+        page.wait_for_function(LIVE, timeout=TIMEOUT)
         expect(page.locator("#race .race-lane")).to_have_count(2, timeout=TIMEOUT)
         for side in ("target_only", "speculative"):  # the default run: 80 tokens each
             page.wait_for_function(f"() => ({SHOWN})('{side}') === ({TOTAL})('{side}') && ({TOTAL})('{side}') == 80",
@@ -34,6 +38,7 @@ def test_replay_hides_the_tokens_and_shows_them_again(browser, app_url):
     context, page = open_page(browser, app_url, 1280, 720)
     try:
         page.locator("#race-btn").click()
+        page.wait_for_function(LIVE, timeout=TIMEOUT)
         expect(page.locator("#race .race-replay").first).to_be_visible(timeout=TIMEOUT)
         page.wait_for_function(f"() => ({SHOWN})('target_only') === 80", timeout=TIMEOUT)
         page.locator("#race .race-replay[data-slow='10']").click()  # a tenth of the speed: the lane restarts
@@ -50,7 +55,8 @@ def test_the_side_that_goes_first_alternates_between_a_tabs_races(browser, app_u
         for _ in range(2):
             page.locator("#race-btn").click()
             page.wait_for_function("(n) => document.querySelectorAll('#race .race[data-played]').length === 1 && "
-                                   "document.querySelector('#race .race').dataset.race !== n",
+                                   "document.querySelector('#race .race').dataset.race !== n && "
+                                   "!document.querySelector('#race .race-caption .recorded')",
                                    arg=firsts[-1][1] if firsts else "", timeout=TIMEOUT)
             caption = page.locator("#race .race-caption").inner_text()
             firsts.append(("speculative first" in caption, page.locator("#race .race").get_attribute("data-race")))

@@ -143,14 +143,14 @@ def test_a_client_holds_one_export_at_a_time_and_none_once_it_goes(served, tmp_p
     demo, url = served
     cache = Path(demo.GRADIO_CACHE)
     before = set(cache.glob("specviz-*"))
-    files_before = set(cache.rglob("specviz-traces.json"))
+    files_before = set(cache.rglob("specviz-traces.jsonl"))
     client = Client(url, verbose=False, download_files=str(tmp_path))  # the client's copies go elsewhere
     for _ in range(3):
         client.predict(api_name="/step")
         json_file, csv_file, _ = client.predict(api_name="/traces")
     mine = set(cache.glob("specviz-*")) - before
     assert len(mine) == 1
-    copies = [f for f in cache.rglob("specviz-traces.json") if f not in files_before]
+    copies = [f for f in cache.rglob("specviz-traces.jsonl") if f not in files_before]
     assert [f.parent for f in copies] == list(mine)  # served from where it was written: gradio made no copy
     size = sum(f.stat().st_size for f in next(iter(mine)).iterdir())
     assert 0 < size < 200_000  # 3 steps; a 200-token run's export measured ~0.33 MB

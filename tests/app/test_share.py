@@ -175,3 +175,37 @@ def test_a_public_servers_trace_is_bounded_in_bytes_and_steps(monkeypatch):
     assert "over the 1,000 allowed" in view.message and session.recorded is None
     session, view = open_trace_handler(Session(), '{"too_large_bytes": 99999999}', "leviathan", lang="en")
     assert "99999999 bytes" in view.message
+
+
+def test_a_tabs_export_opens_as_a_recording_of_its_device_with_its_race(page_settings, tmp_path, forwards):
+    from specviz.app.handlers import race_handler
+    from specviz.present.recorded import race_view
+    from specviz.present.views import export_files
+
+    settings = page_settings(prompt="ROMEO.\nBut soft", seed=4, max_new_tokens=12)
+    session = Session()
+    for _ in range(2):
+        session, _ = step_handler(session, settings)
+    session, _, status = race_handler(session, settings)
+    assert not status.error
+    raced = session.race
+    path, _, data = export_files(session, str(tmp_path))
+    text = Path(path).read_text(encoding="utf-8")
+    head = json.loads(text.splitlines()[0])
+    assert head["producer"]["device"] == "cpu" and head["settings"]["seed"] == 4 and len(data) == 2
+    assert [t["target_only"]["texts"] for t in [head["race"]]] == [list(raced.target_only.texts)]
+    before = forwards["n"]
+    opened, view = open_trace_handler(Session(), text, "leviathan", lang="en")
+    assert "recorded on cpu" in view.step_card and "(the file does not say" not in view.step_card
+    shown = race_view(opened, "en")
+    assert "recorded on cpu" in shown and shown.count('data-ms="') == (
+        len(raced.target_only.texts) + len(raced.speculative.texts))
+    assert forwards["n"] == before  # opening the file ran no model
+
+
+def test_the_pages_first_paint_includes_the_lessons_recorded_race(forwards):
+    from specviz.app.wiring import build_app
+
+    demo = build_app()
+    race = next(b for b in demo.blocks.values() if getattr(b, "elem_id", None) == "race")
+    assert "recorded on" in race.value and 'data-side="speculative"' in race.value and forwards["n"] == 0

@@ -74,3 +74,26 @@ def test_a_changed_or_cut_file_is_refused_naming_where(lines, mutate, said):
 def test_bytes_that_are_not_utf8_are_refused():
     with pytest.raises(TraceFileError, match="not UTF-8"):
         read_recording(b'{"step": 1}\xff\xfe')
+
+
+def _with_race(lines, race) -> str:
+    return "\n".join([json.dumps({**json.loads(lines[0]), "race": race}), *lines[1:]])
+
+
+def test_the_headers_race_reads_back_with_the_settings_it_ran_with(lines):
+    from tests.core.test_race_record import RACE, WRITTEN
+
+    recording = read_recording(_with_race(lines, {**WRITTEN, "settings": {"seed": 35, "prompt": "ROMEO."}}))
+    assert recording.race == RACE and recording.race_settings == {"seed": 35, "prompt": "ROMEO."}
+    assert "race" not in recording.extra
+    assert read_recording(header_line(Producer(), {}, ["a"]) + lines[1]).race is None  # a header without one
+
+
+@pytest.mark.parametrize("race, said", [
+    ("fast", "header: race must be an object, not str"),
+    ({"first": "x"}, "header: race.target_only is missing"),
+    ({"settings": {"a": [1]}}, "header: race.settings must be an object of at most 50 plain values"),
+])
+def test_a_bad_race_in_the_header_is_refused_naming_it(lines, race, said):
+    with pytest.raises(TraceFileError, match=said):
+        read_recording(_with_race(lines, race))

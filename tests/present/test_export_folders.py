@@ -8,10 +8,10 @@ import sys
 from specviz.present.export_folders import export_prefix, remove_stale_exports
 
 
-def _export(root, name: str) -> str:
+def _export(root, name: str, trace_file: str = "specviz-traces.jsonl") -> str:
     folder = root / name
     folder.mkdir()
-    (folder / "specviz-traces.json").write_text("[]")
+    (folder / trace_file).write_text("{}\n")
     (folder / "specviz-tokens.csv").write_text("step\n")
     return name
 
@@ -24,7 +24,7 @@ def _dead_pid() -> int:
 
 def test_exports_of_stopped_servers_go_and_a_running_servers_stay(tmp_path):
     gone = _export(tmp_path, f"specviz-{_dead_pid()}-abc123")
-    older = _export(tmp_path, "specviz-k2j4_x")  # written before folders carried their server's id
+    older = _export(tmp_path, "specviz-k2j4_x", "specviz-traces.json")  # before folders carried their server's id
     running = _export(tmp_path, f"specviz-{os.getppid()}-def456")  # the process that started these tests
     assert remove_stale_exports(tmp_path) == 2
     assert sorted(p.name for p in tmp_path.iterdir()) == [running]

@@ -107,3 +107,20 @@ def test_the_lessons_teach_what_their_names_say():
     assert {"accepted", "rejected", "resampled", "bonus"} <= kinds
     assert lookup[0]["settings"]["drafter"] == "lookup" and lookup[0]["settings"]["preset"] == "smollm2-local"
     assert all(s["lookup"]["in_prompt"] for s in lookup[1:] if s.get("lookup") and s["lookup"]["ngram"])
+
+
+def test_replay_prints_a_lessons_recorded_race_lane_by_lane():
+    path = lesson_path("typical")
+    race = json.loads(path.read_text(encoding="utf-8").splitlines()[0])["race"]
+    base, spec = race["target_only"], race["speculative"]
+    # the oracle: the speed-up from the raw lanes, tokens per second each way
+    speedup = (len(spec["texts"]) / spec["times_s"][-1]) / (len(base["texts"]) / base["times_s"][-1])
+    out = specviz("replay", path)
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    head = next(line for line in lines if line.startswith("race on "))
+    assert f"speed-up x{speedup:.2f}" in head
+    assert any(line.split()[:3] == ["target-only", str(len(base["texts"])), "tokens"] for line in lines)
+    assert out.stdout.rstrip("\n").endswith("".join(spec["texts"]).rstrip("\n"))
+    data = json.loads(specviz("replay", path, "--json").stdout)
+    assert data["race"]["speculative"]["texts"] == spec["texts"]

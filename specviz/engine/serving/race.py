@@ -19,10 +19,10 @@ heavy slot. A race the deadline stops anyway ends between two forwards and shows
 from __future__ import annotations
 
 import contextlib
-import statistics
 import time
 from dataclasses import dataclass, field, replace
 
+from ...core.race_record import SPECULATIVE, TARGET_ONLY, Lane, Race
 from ...core.trace import StepRecord
 from .. import limits
 from ..decoding.decoders import TargetOnlyDecoder
@@ -34,58 +34,10 @@ from .clock import TIMED
 from .run import RunSettings
 from .trim import give_back_memory
 
-TARGET_ONLY, SPECULATIVE = "target_only", "speculative"
 HEAVY_RACE_S = 10.0    # a race predicted to take longer than this holds a heavy slot
 FIT_SHARE = 0.85       # of the event's remaining time, what a capped race's lanes may be predicted to take
 RACE_BUSY = ("the server is running other visitors' long races right now; try again in a few seconds, or race "
              "fewer new tokens (max_new_tokens) with a smaller gamma or fewer drafts")
-
-
-@dataclass(frozen=True)
-class Lane:
-    """One side of a race: its tokens, what each was (as on the step card) and when it arrived."""
-    side: str                  # TARGET_ONLY | SPECULATIVE
-    texts: tuple[str, ...]     # each generated token's text
-    kinds: tuple[str, ...]     # "target" | "accepted" | "resampled" | "bonus"
-    times_s: tuple[float, ...]  # seconds of this side's own work, from its first forward, when the token was ready
-    target_passes: int
-    draft_passes: int
-
-    @property
-    def total_s(self) -> float:
-        return self.times_s[-1] if self.times_s else 0.0
-
-
-@dataclass(frozen=True)
-class Race:
-    target_only: Lane
-    speculative: Lane
-    first: str                 # the side that ran first in the first slice
-    device: str
-    slice_speedups: tuple[float, ...] = ()  # each slice in which both sides worked: its target-only time per
-    #                                        token over its speculative time per token
-    others_busy_cores: float | None = None  # cores the other processes used meanwhile (None: cannot tell)
-    capped_to: int = 0         # max_new_tokens the prediction cut the race to (0: not cut)
-    predicted_s: float | None = None  # the uncut race's predicted seconds (None: no costs measured yet)
-    stopped_s: float = 0.0     # > 0: the deadline of this many seconds stopped the race before both sides ended
-    requested: int = 0         # max_new_tokens asked for
-    limit_s: float = 0.0       # the event's time limit it was planned for (0: none)
-
-    @property
-    def speedup(self) -> float:
-        """Wall time target-only over wall time speculative, per token (the lanes may end at other lengths)."""
-        a, b = self.target_only, self.speculative
-        if not (a.total_s and b.total_s and a.texts and b.texts):
-            return 0.0
-        return (len(b.texts) / b.total_s) / (len(a.texts) / a.total_s)
-
-    @property
-    def spread(self) -> tuple[float, float] | None:
-        """The middle half of the slices' speed-ups (their lower and upper quartiles); None under 4 slices."""
-        if len(self.slice_speedups) < 4:
-            return None
-        q = statistics.quantiles(self.slice_speedups, n=4)
-        return q[0], q[2]
 
 
 def round_kinds(record: StepRecord) -> list[str]:
@@ -199,7 +151,11 @@ def plan(pair: ModelPair, config, left: float | None) -> tuple[int, float | None
 
 def _race(pair: ModelPair, prompt: str, config, speculative_first: bool) -> Race:
     quiet.before_timed_forwards(pair.device)  # outside the clock: visitors' quiet waits overlap, never queue
-    spec_decoder = make_decoder(pair, prompt, config)  # the prefill runs here, before the lanes' clocks start
+    try:
+        with limits.said_busy(RACE_BUSY):
+            spec_decoder = make_decoder(pair, prompt, config)  # the prefill runs here, before the lanes' clocks start
+    except limits.EventTimeout:  # the deadline passed waiting for a slot or reading the prompt: no lane has a token
+        raise limits.EventTimeout(race_not_started()) from None
     base_decoder = TargetOnlyDecoder(pair, prompt, config, prefilled=spec_decoder)
     book = (costs.pair_key(pair), costs.round_key(config))
     costs.COSTS.record(*book, prefill=(len(spec_decoder.prompt_ids), spec_decoder.prefill_s))
@@ -246,6 +202,13 @@ def _lanes(pair, config, spec: _Side, base: _Side, speculative_first: bool, pred
         except limits.EventTimeout:  # the deadline (or the clock's wait) stopped it between two forwards
             return slices, limits.limit_s() or -1.0, predicted
     return slices, 0.0, predicted
+
+
+def race_not_started() -> str:
+    """Why a race the deadline stopped before its lanes started has nothing to show."""
+    return (f"the race was stopped at the {limits.limit_s():g} s an event may run (SPECVIZ_EVENT_TIMEOUT_S) before "
+            "its lanes started: it waited for other visitors' long prompts and races, then read its prompt; nothing "
+            "was decoded: try again in a few seconds, or race a shorter prompt")
 
 
 def race_too_long(config, predicted: float | None) -> str:
