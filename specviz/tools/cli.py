@@ -334,7 +334,8 @@ def add_loadtest(sub) -> None:
     load.add_argument("--race-seconds", type=float, default=120,
                       help="with --attacks: how long 1, then 6 visitors race beside a light Step (default 120)")
     load.add_argument("--race-vs-bench", type=int, default=None, metavar="N",
-                      help="instead: N races of the page's defaults against one bench --quick, in this process")
+                      help="instead: N races of the page's first settings against the median of three bench --quick "
+                           "runs (before, halfway, after), in this process")
     load.add_argument("--json", action="store_true")
     load.set_defaults(func=cmd_loadtest)
 
