@@ -259,21 +259,22 @@ KL_GRID = (0.001, 0.003, 0.01, 0.03, 0.1, 0.3, 1.0)   # the budgets the KL scale
 def kl_buys(session: Session, kl_budget: float, lang: str = "en") -> str:
     """The acceptance a KL budget buys on the session's current context: the expected acceptance rate
     Σ draft·accept of exact decoding (Σ min(p, q)) and of mentored decoding at this budget, at the next
-    position, from one forward of each model (HTML; a hint before the first Step). Its forwards hold the fair
-    clock as a round does, so they never run inside another visitor's timed round."""
+    position, from one forward of each model (HTML; a hint before the first Step; at budget 0 the exact label alone,
+    with no forward: the page refreshes the note after every Step). Its forwards hold the fair clock as a round
+    does, so they never run inside another visitor's timed round."""
     from ..engine.decoding.sweep import next_acceptance
 
     if session.run is None or session.run.stateless or not session.run.tokens:
         return f'<span class="muted">{tr(lang, "kl.none")}</span>'
     try:
         budget = float(kl_budget or 0.0)
+        if budget <= 0:
+            return f'<span>{tr(lang, "kl.exact")}</span>'
         with TIMED:
             exact, mentored = next_acceptance(session.run.settings.load(), session.run.tokens, session.run.config,
                                               budget)
     except (ValueError, RuntimeError, TypeError) as err:
         return render.message_html(Status("error", localize(lang, str(err).splitlines()[0])))
-    if budget <= 0:
-        return f'<span>{tr(lang, "kl.exact")} · {exact:.3f}</span>'
     return f'<span>{tr(lang, "kl.buys", exact=f"{exact:.3f}", kl=f"{budget:g}", mentored=f"<b>{mentored:.3f}</b>")}</span>'
 
 

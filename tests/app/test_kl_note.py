@@ -25,3 +25,9 @@ def test_the_note_says_what_the_budget_buys_once_a_step_gave_it_a_context(page_s
     assert "at KL 0.5" in text, note
     exact, mentored = (float(x) for x in re.findall(r"\d\.\d{3}", text))
     assert 0 <= exact <= mentored <= 1, note  # a budget never buys less acceptance than exact decoding
+
+
+def test_at_budget_zero_the_note_says_exact_and_runs_no_forward(page_settings, forwards):
+    session, _ = step_handler(Session(), page_settings(max_new_tokens=8))
+    before = forwards["n"]
+    assert "exact speculative sampling (lossless)" in kl_buys(session, 0) and forwards["n"] == before
