@@ -146,11 +146,13 @@ def wire_step(page: Page) -> list:
     def on_step(session_state, request: gr.Request = None, **sent):  # /step's parameters: PageSettings' fields
         settings = PageSettings(**sent)
         s, view = step_handler(adopt(session_state, request.session_hash, settings.lang), settings)
+        s.drawn_lang = settings.lang
         return {session: s, **updates(page, view)}
 
     def on_tick(s, request: gr.Request = None, **sent):
         settings = PageSettings(**sent)
         s, view, playing = tick_handler(adopt(s, request.session_hash, settings.lang), settings)
+        s.drawn_lang = settings.lang
         return {session: s, **updates(page, view), **playing_updates(page, playing, settings.lang)}
 
     def on_play(s, seconds, code):
@@ -183,8 +185,17 @@ def wire_step(page: Page) -> list:
     def own_race(s, code):
         own = isinstance(s, Session) and not s.races and s.recorded is None and s.run is not None
         return race_html(None, code) if own else gr.skip()
+
+    # a Step speaks the language it was sent in: a #lang switch while it ran was drawn, then drawn over by it
+    def follow_lang(s, n, code):
+        if not isinstance(s, Session) or s.drawn_lang == code:
+            return gr.skip()
+        s.drawn_lang = code
+        return shown_view(page, s, n, None, code)
     for event in (stepped, tick):
         event.then(own_race, [session, page.toolbar.lang], page.step.race, show_progress="hidden", **LIGHT)
+        event.then(follow_lang, [session, page.settings.notation, page.toolbar.lang], all_views(page),
+                   show_progress="hidden", **LIGHT)
     return [stepped, tick, was_reset]
 
 

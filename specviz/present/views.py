@@ -39,6 +39,7 @@ class Session:
         self.viewing: int | None = None      # step shown (None: the latest)
         self.playing = False
         self.lang = "en"                    # the tab's language at its last Pause/Reset (for /reset)
+        self.drawn_lang = "en"              # the language its last Step or tick was drawn in (#lang may move meanwhile)
         self.lock = threading.Lock()
         self.owner: str | None = None        # the client's session id, once an event named it
         self.notice = ""                     # said with the next Step (e.g. that an earlier run expired)
