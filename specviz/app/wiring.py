@@ -10,28 +10,17 @@ import json
 
 import gradio as gr
 
-from ..core import playground
 from ..engine.limits import event_deadline
 from ..engine.models.presets import PRESETS
 from ..engine.settings import current as current_deployment
 from ..present import render
 from ..present.debug_panels import debug_panels_view
-from ..present.errors import localize
 from ..present.i18n import CATALOGUE, LANGUAGES, tr
 from ..present.page_settings import RACE_PARAMETERS, STEP_PARAMETERS, PageSettings
 from ..present.race import race_html
 from ..present.recorded import race_view
 from ..present.share import LINK_SETTINGS
-from ..present.views import (
-    Session,
-    View,
-    export_files,
-    kl_buys,
-    playground_drafts_run,
-    playground_run,
-    playground_view,
-    sweep_view,
-)
+from ..present.views import Session, View, export_files, kl_buys, sweep_view
 from .gradio_internals import cache_dir, forget_tab
 from .handlers import (
     DEFAULT_NOTATION,
@@ -50,13 +39,13 @@ from .layout import (
     CLASSROOM_PACE_S,
     KL_STEPS,
     Page,
-    Playground,
     build_layout,
     drafter_choices,
     notation_choices,
     preset_choices,
     toy_choices,
 )
+from .playground_wiring import wire_playground
 from .share import show_opening, wire_share
 
 CACHE_SWEEP = (300, 900)  # (every, older than) seconds: gradio's delete_cache
@@ -206,12 +195,21 @@ def wire_race(page: Page) -> None:
     def on_race(s, request: gr.Request = None, **sent):  # /step's parameters but notation
         settings = PageSettings(notation=DEFAULT_NOTATION, **sent)
         s, shown, status = race_handler(adopt(s, request.session_hash, settings.lang), settings)
+        if shown is not None:
+            s.race_lang = settings.lang
         return {session: s, race: gr.skip() if shown is None else shown, message: render.message_html(status)}
+
+    def follow_lang(s, code):  # as a Step's: a race drawn in the language it was sent in, #lang moved meanwhile
+        if not isinstance(s, Session) or s.race_lang == code:
+            return gr.skip()
+        s.race_lang = code
+        return race_view(s, code) or gr.skip()
 
     # the race's own forwards are timed: only a small timer on #race moves in the browser meanwhile
     page.controls.race_btn.click(on_race, inputs=[session], inputs_kwargs=setting_inputs(page, RACE_PARAMETERS),
                                  outputs=[session, race, message], api_name="race", show_progress="minimal",
-                                 show_progress_on=race, **model_queue(), **RAW)
+                                 show_progress_on=race, **model_queue(), **RAW).then(
+        follow_lang, [session, page.toolbar.lang], race, show_progress="hidden", **LIGHT)
 
 
 def wire_view(page: Page) -> None:
@@ -234,7 +232,7 @@ def wire_toolbar(demo: gr.Blocks, page: Page):
     play_btn = page.controls.play_btn
 
     def on_lang(s, n, step, code, playing_label):
-        shown_race = race_view(s if isinstance(s, Session) else Session(), code)  # None: a live race stays
+        shown_race = race_view(s if isinstance(s, Session) else Session(), code)  # the tab's own race redrawn too
         # the step shown is the session's own (its `viewing`): #view-step's value was read when the event was sent,
         # and an event holding the session's lock meanwhile (a link opening as the page loads) may have moved it
         return {**shown_view(page, s, n, None, code), header: intro(n, code), what: what_you_see(code),
@@ -344,61 +342,3 @@ INITIAL_JS = """() => {
 }""".replace("CODES", json.dumps(list(LANGUAGES)))
 # gradio translates the labels in the browser; #lang moves its locale too (window.specvizSetLocale, page.js)
 SET_LOCALE_JS = "(code) => { window.specvizSetLocale && window.specvizSetLocale(code); }"
-
-
-def wire_playground(pg: Playground, notation, lang, light: dict, loaded) -> None:
-    """The playground's events; a change of #lang redraws its figures and, once run, its tables in the new language."""
-    def on_preset(name, seed, code):
-        if name == "random":
-            try:
-                target, draft = playground.random_preset(playground.whole_number("seed", seed or 0, 0, playground.MAX_SEED))
-            except ValueError as err:
-                raise gr.Error(localize(code, str(err))) from err
-        else:
-            target, draft = playground.TOY_PRESETS[name]
-        return ", ".join(f"{x:g}" for x in target), ", ".join(f"{x:g}" for x in draft)
-
-    def on_edit(tokens, target, draft, kl, n, code):
-        decomposition, mentored, status = playground_view(tokens, target, draft, kl, n, code)
-        return (decomposition or gr.skip(), mentored or gr.skip(), render.message_html(status))
-
-    def on_run(tokens, target, draft, samples, seed, n, code):
-        histogram, summary, status = playground_run(tokens, target, draft, samples, seed, n, code)
-        return histogram or gr.skip(), summary, render.message_html(status)
-
-    def on_drafts_run(tokens, target, draft, k, samples, seed, n, code):
-        histogram, acceptance, summary, status = playground_drafts_run(tokens, target, draft, k, samples, seed, n, code)
-        return histogram or gr.skip(), acceptance or gr.skip(), summary, render.message_html(status)
-
-    def again(run, outputs: int):
-        """Re-run in the new language only what was already run (the seed makes it the same rounds)."""
-        def redo(shown, *args):
-            return run(*args) if shown else (gr.skip(),) * outputs
-        return redo
-
-    edits = [pg.tokens, pg.target, pg.draft, pg.kl, notation, lang]
-    runs = [pg.tokens, pg.target, pg.draft, pg.samples, pg.seed, notation, lang]
-    drafts_runs = [pg.tokens, pg.target, pg.draft, pg.drafts, pg.samples, pg.seed, notation, lang]
-    run_out = [pg.histogram, pg.summary, pg.message]
-    drafts_out = [pg.drafts_histogram, pg.drafts_acceptance, pg.drafts_summary, pg.message]
-    pg.preset.change(on_preset, [pg.preset, pg.seed, lang], [pg.target, pg.draft], **light)
-    figures = [pg.decomposition, pg.mentored, pg.message]
-    loaded.then(on_edit, edits, figures, **light)   # after the page's language is set, so it draws in that one
-    gr.on([pg.tokens.change, pg.target.change, pg.draft.change, pg.kl.release, notation.change,
-           lang.change], on_edit, edits, figures, **light)
-    pg.run.click(on_run, runs, run_out, **light)
-    pg.drafts_run.click(on_drafts_run, drafts_runs, drafts_out, **light)
-    gr.on([lang.change, notation.change], again(on_run, 3), [pg.summary, *runs], run_out, **light)
-    gr.on([lang.change, notation.change], again(on_drafts_run, 4), [pg.drafts_summary, *drafts_runs], drafts_out,
-          **light)
-    gr.api(playground_endpoint, api_name="playground", concurrency_limit=current_deployment().concurrency)
-
-
-def playground_endpoint(target: list[float], draft: list[float], samples: int = 100_000, variant: str = "exact",
-                        seed: int = 0) -> dict:
-    """Monte Carlo of one speculative round on toy distributions: counts per token, the target
-    (`expected`), a chi-square `p_value` against it and the measured `acceptance_rate`."""
-    try:
-        return playground.simulate(target, draft, samples, variant, seed)
-    except ValueError as err:
-        raise gr.Error(str(err)) from err

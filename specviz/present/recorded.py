@@ -157,14 +157,17 @@ def view_of(session, notation: str, status: Status = Status(), lang: str = "en")
 
 
 def race_view(session, lang: str = "en") -> str | None:
-    """The race a tab shows when no live race of its own is in question: its recording's race (the opening lesson's
-    until its first Step), marked recorded, or the line saying what Race does; None: keep the live race shown."""
+    """The race a tab shows, in `lang`: its recording's race (the opening lesson's until its first Step), marked
+    recorded; else its own last race; else the line saying what Race does. None: keep what is shown."""
     playback = getattr(session, "recorded", None)
     if playback is None and not session.races and session.run is None and not getattr(session, "stepped", False):
         lesson = first_lesson()
         playback = Playback.of(lesson) if lesson else None
     if playback is None:
-        return None if session.races else race_html(None, lang)
+        if not session.races:
+            return race_html(None, lang)
+        own = getattr(session, "race", None)
+        return None if own is None else race_html(own, lang)
     return race_html(playback.race, lang, mark=badge(playback.producer, lang) + " ") if playback.race else race_html(None, lang)
 
 

@@ -50,6 +50,7 @@ class Session:
         self.stepped = False                 # the tab ran a Step of its own: the opening lesson gives way
         self.race = None                     # the tab's last race (core.race_record.Race): exported with the run
         self.race_settings: dict = {}        # the settings it ran with, by name
+        self.race_lang = "en"               # the language it was drawn in (#lang may move while it runs)
 
     def __deepcopy__(self, memo):  # gr.State deep-copies its initial value for each tab: a fresh session
         return Session()

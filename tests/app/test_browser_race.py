@@ -63,3 +63,35 @@ def test_the_side_that_goes_first_alternates_between_a_tabs_races(browser, app_u
         assert firsts[0][0] != firsts[1][0]
     finally:
         context.close()
+
+
+def test_the_race_speaks_the_language_switched_to_during_and_after_it(browser, app_url, monkeypatch):
+    """Race sent in English, 中文 chosen while it ran and its English answer held back until #lang's redraw has
+    landed: the lanes end in Chinese; English again redraws the same lanes (no new race) in English."""
+    import time
+
+    import specviz.app.wiring as wiring
+
+    answer = wiring.race_handler
+
+    def answers_late(*args, **kwargs):
+        out = answer(*args, **kwargs)
+        time.sleep(2.0)
+        return out
+
+    monkeypatch.setattr(wiring, "race_handler", answers_late)
+    context, page = open_page(browser, app_url, 1280, 720)
+    try:
+        page.locator("#race-btn").click()
+        page.locator("#lang").get_by_text("中文").click()
+        page.wait_for_function(LIVE, timeout=TIMEOUT)
+        expect(page.locator("#race .race-replay").first).to_have_text("重播", timeout=TIMEOUT)
+        clocks = "() => [...document.querySelectorAll('#race .race-lane')].map((l) => l.dataset.totalMs)"
+        raced = page.evaluate(clocks)
+        page.wait_for_timeout(1500)
+        expect(page.locator("#race .race-caption")).not_to_contain_text("first")
+        page.locator("#lang").get_by_text("English").click()
+        expect(page.locator("#race .race-replay").first).to_have_text("Replay", timeout=TIMEOUT)
+        assert page.evaluate(clocks) == raced and page.evaluate(LIVE)   # the same lanes, redrawn
+    finally:
+        context.close()

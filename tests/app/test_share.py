@@ -203,6 +203,21 @@ def test_a_tabs_export_opens_as_a_recording_of_its_device_with_its_race(page_set
     assert forwards["n"] == before  # opening the file ran no model
 
 
+def test_a_tabs_own_race_is_redrawn_in_the_language_switched_to(page_settings, forwards):
+    from specviz.app.handlers import race_handler
+    from specviz.present.recorded import race_view
+
+    session, _ = step_handler(Session(), page_settings(prompt="ROMEO.\nBut soft", seed=4, max_new_tokens=8))
+    session, shown, status = race_handler(session, page_settings(prompt="ROMEO.\nBut soft", seed=4, max_new_tokens=8))
+    assert not status.error and "Replay" in shown
+    before = forwards["n"]
+    chinese = race_view(session, "zh")
+    assert "重播" in chinese and "Replay" not in chinese and "recorded on" not in chinese
+    assert chinese.count('data-ms="') == shown.count('data-ms="') == (
+        len(session.race.target_only.texts) + len(session.race.speculative.texts))
+    assert forwards["n"] == before  # redrawn from the race kept, not raced again
+
+
 def test_the_pages_first_paint_includes_the_lessons_recorded_race(forwards):
     from specviz.app.wiring import build_app
 
