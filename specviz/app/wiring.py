@@ -170,20 +170,19 @@ def wire_step(page: Page) -> list:
     was_reset = c.reset_btn.click(on_stop, [session, page.toolbar.lang], [session, timer, c.play_btn],
                                   cancels=[tick], **LIGHT).then(on_reset, [session, page.settings.notation], all_views(page),
                                                 api_name="reset", concurrency_limit=None, **RAW)
-    # the opening lesson's recorded race gives way with it, at the tab's first own Step (a race or recording stays)
-    def own_race(s, code):
-        own = isinstance(s, Session) and not s.races and s.recorded is None and s.run is not None
-        return race_html(None, code) if own else gr.skip()
-
-    # a Step speaks the language it was sent in: a #lang switch while it ran was drawn, then drawn over by it
-    def follow_lang(s, n, code):
-        if not isinstance(s, Session) or s.drawn_lang == code:
+    # after a Step's answer has landed: the opening lesson's recorded race gives way at the tab's first own Step (a
+    # race or recording stays), and views drawn in the language the Step was sent in follow a #lang switch made
+    # while it ran (#lang's own redraw came first and was drawn over)
+    def after_step(s, n, code):
+        if not isinstance(s, Session):
             return gr.skip()
-        s.drawn_lang = code
-        return shown_view(page, s, n, None, code)
+        shown = {page.step.race: race_html(None, code)} if not s.races and s.recorded is None and s.run is not None else {}
+        if s.drawn_lang != code:
+            s.drawn_lang = code
+            shown.update(shown_view(page, s, n, None, code))
+        return shown or gr.skip()
     for event in (stepped, tick):
-        event.then(own_race, [session, page.toolbar.lang], page.step.race, show_progress="hidden", **LIGHT)
-        event.then(follow_lang, [session, page.settings.notation, page.toolbar.lang], all_views(page),
+        event.then(after_step, [session, page.settings.notation, page.toolbar.lang], [*all_views(page), page.step.race],
                    show_progress="hidden", **LIGHT)
     return [stepped, tick, was_reset]
 
@@ -262,8 +261,8 @@ def kl_position(budget) -> int:
 
 
 def wire_settings(page: Page, stepped) -> None:
-    """The knobs that fill in others: the KL scale, the KL note (again after each Step: the context moved), the
-    example prompts."""
+    """The knobs that fill in others: the KL scale, the KL note (again after each Step: the context moved; and on
+    #lang), the example prompts."""
     settings = page.settings
 
     def on_kl(s, budget, code):
@@ -272,7 +271,7 @@ def wire_settings(page: Page, stepped) -> None:
 
     settings.kl_scale.input(lambda i: KL_STEPS[int(i)], settings.kl_scale, settings.kl_budget, **LIGHT)
     settings.kl_budget.input(kl_position, settings.kl_budget, settings.kl_scale, **LIGHT)  # typed: the scale follows
-    for trigger in (settings.kl_budget.change, stepped.then):
+    for trigger in (settings.kl_budget.change, stepped.then, page.toolbar.lang.change):
         trigger(on_kl, [page.session, settings.kl_budget, page.toolbar.lang], settings.kl_note, **model_queue(),
                 api_visibility="private", show_progress="hidden")
     settings.example.change(lambda e, p: e or p, [settings.example, settings.prompt], settings.prompt, **LIGHT)

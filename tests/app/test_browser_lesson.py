@@ -322,6 +322,8 @@ def test_kl_scale_writes_the_budget_and_shows_what_it_buys(browser, app_url):
         expect(page.locator("#kl-buys")).to_contain_text("at KL 0.02", timeout=TIMEOUT)
         exact, mentored = [float(x) for x in re.findall(r"\d\.\d{3}", page.locator("#kl-buys").inner_text())[:2]]
         assert 0 < exact <= mentored <= 1
+        page.locator("#lang").get_by_text("日本語").click()   # the note follows the page's language
+        expect(page.locator("#kl-buys")).to_contain_text("厳密（KL 0）", timeout=TIMEOUT)
     finally:
         ctx.close()
 
