@@ -29,3 +29,14 @@ def page_settings():
                         top_k=0, top_p=1.0, kl_budget=0.0, seed=0, max_new_tokens=40, draft_model="", target_model="",
                         drafts=1, lang="en", drafter="model")
     return lambda **change: replace(base, **change)
+
+
+BROWSER_FIXTURES = {"browser", "page"}  # tests/app/conftest.py: Debian's chromium through Playwright
+
+
+def pytest_collection_modifyitems(items):
+    """Every test that drives chromium, or sits in a browser module (tests/app/test_browser*.py) beside such tests, is
+    `slow` (pyproject.toml's markers): `python -m pytest -m "not slow"` is the inner loop."""
+    for item in items:
+        if BROWSER_FIXTURES & set(getattr(item, "fixturenames", ())) or item.path.name.startswith("test_browser"):
+            item.add_marker(pytest.mark.slow)

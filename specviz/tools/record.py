@@ -71,8 +71,9 @@ LESSON_RECIPES = {
 }
 
 
-def record_lesson(lesson: Lesson, out: Path, progress=sys.stderr) -> Path:
+def record_lesson(lesson: Lesson, out: Path, progress=None) -> Path:
     """Run `lesson` for as many steps as it has sentences, check each round's shape, write <out>/<name>.jsonl."""
+    progress = sys.stderr if progress is None else progress  # looked up now: a caller may have redirected it
     run = ComparedRun(lesson.run_settings(), stateless=False, warm=WarmRuns(1))
     for step, wanted in enumerate(lesson.expect, 1):
         got = shape(run.step())

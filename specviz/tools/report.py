@@ -124,7 +124,8 @@ def _mean_sweep(sweeps: list[dict]) -> dict | None:
 def run_report(prompts: list[str], out_dir: str | Path, *, preset=None, draft=None, target=None, device=None,
                gamma: int | str | list = 4, temperature: float = 1.0, top_k: int | None = None,
                top_p: float | None = None, runs: int = 1, max_new_tokens: int = 64, kl_budget: float = 0.0,
-               drafter: str = "model", progress=sys.stderr) -> dict:
+               drafter: str = "model", progress=None) -> dict:
+    progress = sys.stderr if progress is None else progress  # looked up now: a caller may have redirected it
     # 1. settings, validated before any model loads
     if isinstance(runs, bool) or not isinstance(runs, int) or not 1 <= runs <= 100:
         raise ValueError(f"runs must be a whole number in 1..100, not {runs!r}")

@@ -1,4 +1,6 @@
 """tools.bench's forward-only round: exactly the round's forwards, and the caches left as they started."""
+import pytest
+
 from specviz.engine.caches.cache import CachedModel
 from specviz.tools.bench import forward_only_round_ms
 
@@ -50,6 +52,7 @@ def test_the_engine_twins_are_the_pair_without_its_cpu_choices(monkeypatch):
                                         device=cpu)) == (None, None)
 
 
+@pytest.mark.slow  # a whole quick bench on a tiny pair
 def test_run_bench_times_the_twins_beside_the_pair(monkeypatch, tmp_path):
     """On a tiny pair loaded as a large one would be on a bf16 CPU (bars lowered), `bench` reports the draft's
     dtype and the twins' per-call times in its JSON; each is a positive time."""

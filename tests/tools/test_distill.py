@@ -60,6 +60,7 @@ def test_a_few_steps_on_one_batch_lower_the_loss_at_both_unrolled_levels(target)
     assert all(a > b for a, b in zip(overlaps_after, overlaps_before))
 
 
+@pytest.mark.slow  # every stage of the recipe end to end
 def test_every_stage_runs_and_the_app_loads_the_saved_draft(tmp_path):
     """generate (1 shard of 2 answers of 8 tokens), vocab, features, train (3 s), save, evaluate (1 prompt)."""
     from specviz.engine.decoding.feature_draft import reads_features
