@@ -25,7 +25,7 @@ from playwright.sync_api import sync_playwright  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 STEPS, PACE_S = 20, 1.5
-pytestmark = [pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="needs Debian's chromium"), pytest.mark.slow]  # slow: the real app in chromium at a person's pace, then a bench
+pytestmark = [pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="needs Debian's chromium"), pytest.mark.slow, pytest.mark.alone]  # slow and alone: the real app in chromium at a person's pace, then a bench
 
 
 def serve() -> tuple[subprocess.Popen, str]:
