@@ -132,6 +132,23 @@ def test_step_shows_unanswered_and_the_algorithm_lights_one_line_that_follows(br
         ctx.close()
 
 
+def test_the_phase_reveal_lights_the_algorithms_line_too(browser, app_url):
+    ctx, page = open_page(browser, app_url, 1920, 1080, query="")
+    try:
+        page.locator("#reveal input").check()
+        expect(page.locator("#algorithm")).to_be_visible(timeout=TIMEOUT)
+        step(page)
+        lit = page.locator("#algorithm [aria-current=step]")
+        expect(lit).to_have_attribute("data-line", "draft", timeout=TIMEOUT)
+        page.locator("#step").click()                              # the Verify heading
+        expect(lit).to_have_attribute("data-line", "verify", timeout=TIMEOUT)
+        page.locator("#step").click()                              # the first row: its test and verdict
+        expect(lit).to_have_attribute("data-line", "test", timeout=TIMEOUT)
+        assert lit.count() == 1
+    finally:
+        ctx.close()
+
+
 @pytest.mark.parametrize("width, height", [(1920, 1080), (1280, 720)])
 def test_classroom_question_is_large_and_the_card_stays_put(browser, app_url, width, height):
     ctx, page = open_page(browser, app_url, width, height, query="?classroom=1&predict=1")
