@@ -92,9 +92,6 @@
     const delta = anchor.getBoundingClientRect().top - anchorTop;
     if (Math.abs(delta) > 0.5) window.scrollBy(0, delta);
   };
-  // 4. After the reader's own Step (never a Play tick): keep the newest tokens in view inside their box, and
-  //    on a phone, in classroom mode or when the card ends below the window (zoomed in), bring the round to the
-  //    top of the window, under the sticky controls.
   // 3c. #algorithm: the version of the rule the card's data-algo names, and the line (aria-current="step") of the
   //     last part of the card shown (each part names its line in data-line): it follows the reveal and predict mode.
   const markLine = () => {
@@ -128,6 +125,9 @@
     anchor = document.querySelector('#step-card'); anchorTop = anchor.getBoundingClientRect().top;
     ownScrollUntil = performance.now() + 400;
   };
+  // 4. After the reader's own Step (never a Play tick): keep the newest tokens in view inside their box, and
+  //    on a phone, in classroom mode or when the card ends below the window (zoomed in), bring the round to the
+  //    top of the window, under the sticky controls.
   new MutationObserver(() => {
     keepAnchor();
     markLine();
@@ -301,11 +301,11 @@
     myth.querySelector('.myth-why').hidden = false;
   });
   const showMe = (see) => {
-    const opens = see.dataset.opens;
-    if (opens && !document.getElementById(see.dataset.goto)) {  // a closed accordion or another tab: open it first
-      const tab = document.getElementById(opens + '-button');
-      const label = document.querySelector(`#${opens} > .label-wrap`);
-      (tab || label)?.click();
+    const opens = see.dataset.opens, tab = opens && document.getElementById(opens + '-button');
+    const shown = document.getElementById(see.dataset.goto);
+    if (tab && tab.getAttribute('aria-selected') !== 'true') tab.click();  // another tab: select it
+    else if (opens && !tab && (!shown || shown.offsetParent === null)) {  // a closed accordion: open it
+      document.querySelector(`#${opens} > .label-wrap`)?.click();
     }
     let tries = 0;
     const go = () => {

@@ -120,9 +120,11 @@ def test_step_shows_unanswered_and_the_algorithm_lights_one_line_that_follows(br
         lines = [page.locator("#algorithm [aria-current=step]").get_attribute("data-line")]
         for _ in range(3):
             assert page.locator("#algorithm [aria-current=step]").count() == 1
+            q = page.locator("#question")
+            at, state = q.get_attribute("data-at"), q.get_attribute("data-state")
             page.locator("#step").click()                          # Step: shown without an answer, or the next one
-            page.wait_for_function(f"document.querySelector('#algorithm [aria-current=step]')?.dataset.line !== "
-                                   f"'{lines[-1]}' || document.querySelector('#question').dataset.state === 'shown'")
+            page.wait_for_function(f"(() => {{ const q = document.querySelector('#question'); "
+                                   f"return q.dataset.at !== '{at}' || q.dataset.state !== '{state}'; }})()")
             lines.append(page.locator("#algorithm [aria-current=step]").get_attribute("data-line"))
         assert lines[0] == "draft" and len(set(lines)) >= 3, lines
         assert score(page) == (0, 0)
@@ -145,6 +147,27 @@ def test_the_phase_reveal_lights_the_algorithms_line_too(browser, app_url):
         page.locator("#step").click()                              # the first row: its test and verdict
         expect(lit).to_have_attribute("data-line", "test", timeout=TIMEOUT)
         assert lit.count() == 1
+    finally:
+        ctx.close()
+
+
+def test_a_misconception_answered_wrong_is_explained_and_shows_its_evidence(browser, app_url):
+    ctx, page = open_page(browser, app_url, 1280, 900, query="")
+    try:
+        page.locator("#myths").get_by_text("Five misconceptions").click()
+        myth = page.locator('#myths .myth[data-myth="speedup"]')
+        expect(myth.locator(".myth-why")).to_be_hidden(timeout=TIMEOUT)      # asked before its evidence
+        myth.locator('.myth-choice[data-right="0"]').first.click()
+        expect(myth).to_have_attribute("data-result", "wrong")
+        expect(myth.locator(".myth-why")).to_contain_text("×1.20")           # explained, with Thm 3.8's numbers
+        expect(myth.locator(".myth-choice.right")).to_have_count(1)
+        myth.locator(".myth-see").click()                                    # the what-if panel, opened and filled
+        expect(page.locator("#whatif-table")).to_contain_text("×1.20", timeout=TIMEOUT)
+        argmax = page.locator('#myths .myth[data-myth="argmax"]')
+        argmax.locator('.myth-choice[data-right="1"]').click()
+        expect(argmax).to_have_attribute("data-result", "right")
+        argmax.locator(".myth-see").click()                                  # the playground, its rounds run
+        expect(page.locator("#pg-histogram .js-plotly-plot")).to_be_visible(timeout=TIMEOUT)
     finally:
         ctx.close()
 

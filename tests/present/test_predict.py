@@ -3,6 +3,7 @@ several drafts), a tab's round asked question by question, what stays hidden, th
 beside the card, the misconceptions and the lessons' questions."""
 from __future__ import annotations
 
+import json
 import pathlib
 import re
 
@@ -16,7 +17,7 @@ from specviz.present.algorithm import LINES, algorithm_html
 from specviz.present.myths import MYTHS, myth_question, myths_html
 from specviz.present.predict import Predict
 from specviz.present.question_panel import panel_html, question_html
-from specviz.present.recorded import Playback, first_lesson, lesson_questions, view_of
+from specviz.present.recorded import LESSONS, Playback, first_lesson, lesson_path, lesson_questions, view_of
 from specviz.present.views import Session
 
 APP = pathlib.Path(__file__).resolve().parents[2] / "specviz" / "app"
@@ -196,6 +197,15 @@ def test_lessons_carry_their_questions_and_unknown_ones_are_dropped():
     assert lesson_questions({"1": ["wasted", "nope", 3], "x": ["argmax"], "2": "argmax"}) == ((1, ("wasted",)),)
     assert lesson_questions(["argmax"]) == ()
     assert myth_question("nope") is None
+
+
+@pytest.mark.parametrize("name", LESSONS)
+def test_each_lesson_file_carries_the_questions_its_recipe_asks(name):
+    from specviz.tools.record import LESSON_RECIPES
+
+    head = json.loads(lesson_path(name).read_text(encoding="utf-8").splitlines()[0])
+    assert head.get("questions", {}) == LESSON_RECIPES[name].questions()
+    assert all(myth_question(i) for ids in head.get("questions", {}).values() for i in ids)
 
 
 def test_each_card_part_lights_a_line_of_its_rules_algorithm(rounds):
