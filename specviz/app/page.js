@@ -38,12 +38,24 @@
     }
     return true;
   };
-  const pressStep = () => document.querySelector('#step')?.click();
+  // 3b. Predict mode (#predict): while the round on the card is being asked (#question[data-open="1"]), Step and
+  //     its key do what the question's own Next button does (the server shows the decision unanswered, or moves
+  //     to the next question); keys 1-4 press the choices. The server keeps the score and what is shown.
+  const predicting = () => document.body.classList.contains('predict');
+  const asking = () => predicting() && document.querySelector('#question[data-open="1"]');
   window.addEventListener('click', (e) => {
     if (!e.target.closest) return;
     if (e.target.closest('#step')) {
-      if (document.body.classList.contains('reveal') && revealNext()) { e.stopPropagation(); e.preventDefault(); return; }
-      pendingReveal = document.body.classList.contains('reveal');
+      const question = asking();
+      if (question) {
+        e.stopPropagation(); e.preventDefault();
+        question.querySelector('[data-choice="next"]')?.click();
+        return;
+      }
+      if (document.body.classList.contains('reveal') && !predicting() && revealNext()) {
+        e.stopPropagation(); e.preventDefault(); markLine(); return;
+      }
+      pendingReveal = document.body.classList.contains('reveal') && !predicting();
       userStepped = true;
     }
     if (e.target.closest('#play') && document.body.classList.contains('classroom')) userStepped = true;
@@ -53,6 +65,11 @@
     const chip = e.target.closest && e.target.closest('#timeline .chip');
     if (chip && (e.key === 'Enter' || e.key === ' ')) { e.preventDefault(); showStep(chip); return; }
     if (textField(e.target) || e.ctrlKey || e.metaKey || e.altKey) return;
+    if (['1', '2', '3', '4'].includes(e.key) && asking()) {
+      const choice = document.querySelector(`#question[data-state="asking"] [data-choice="${+e.key - 1}"]`);
+      if (choice && visible(choice)) { e.preventDefault(); choice.click(); }
+      return;
+    }
     const id = e.key === 's' ? '#step' : e.key === 'p' ? '#play' : null;
     const button = id && document.querySelector(id);
     if (!visible(button)) return;  // keys act only on the visible tab
@@ -75,11 +92,46 @@
     const delta = anchor.getBoundingClientRect().top - anchorTop;
     if (Math.abs(delta) > 0.5) window.scrollBy(0, delta);
   };
+  // 3c. #algorithm: the version of the rule the card's data-algo names, and the line (aria-current="step") of the
+  //     last part of the card shown (each part names its line in data-line): it follows the reveal and predict mode.
+  const markLine = () => {
+    const algo = document.querySelector('#algorithm');
+    if (!algo) return;
+    const card = document.querySelector('#step-card .card:not(.empty)');
+    const rule = (card && card.dataset.algo) || 'exact';
+    algo.querySelectorAll('ol[data-algo]').forEach((ol) => { ol.hidden = ol.dataset.algo !== rule; });
+    const shown = card ? [...card.querySelectorAll('[data-line]')].filter((el) => !el.closest('.sv-hidden')) : [];
+    const line = shown.length ? shown[shown.length - 1].dataset.line : 'draft';
+    const lit = algo.querySelector(`ol[data-algo="${rule}"] [data-line="${line}"]`);
+    algo.querySelectorAll('[aria-current]').forEach((el) => { if (el !== lit) el.removeAttribute('aria-current'); });
+    if (lit && lit.getAttribute('aria-current') !== 'step') lit.setAttribute('aria-current', 'step');
+  };
+  // 3d. A new question brings the part it asks about above the panel (which sticks to the window's bottom), the
+  //     card's top kept in view where both cannot be.
+  let askedKey = '';
+  const keepAskedInView = () => {
+    const question = asking(), card = document.querySelector('#step-card .card:not(.empty)');
+    const key = question && card ? `${card.dataset.step}|${question.dataset.at}` : '';  // a new question, not an answer
+    if (!key || key === askedKey) return;
+    askedKey = key;
+    const shown = [...card.querySelectorAll('[data-part]')].filter((el) => !el.closest('.sv-hidden') && el.offsetHeight);
+    const last = shown[shown.length - 1] || card;
+    const panel = document.querySelector('#predict-panel'), bar = document.querySelector('#controls');
+    const top = (bar ? bar.getBoundingClientRect().bottom : 0) + 4;
+    const bottom = window.innerHeight - (panel ? panel.offsetHeight : 0) - 4;
+    const r = last.getBoundingClientRect();
+    if (r.bottom > bottom) window.scrollBy(0, Math.min(r.bottom - bottom, card.getBoundingClientRect().top - top));
+    else if (r.top < top) window.scrollBy(0, r.top - top);
+    anchor = document.querySelector('#step-card'); anchorTop = anchor.getBoundingClientRect().top;
+    ownScrollUntil = performance.now() + 400;
+  };
   // 4. After the reader's own Step (never a Play tick): keep the newest tokens in view inside their box, and
   //    on a phone, in classroom mode or when the card ends below the window (zoomed in), bring the round to the
   //    top of the window, under the sticky controls.
   new MutationObserver(() => {
     keepAnchor();
+    markLine();
+    keepAskedInView();
     const box = document.querySelector('#timeline .text-view');
     if (box && !box.querySelector('.selected:not(:last-child)')) box.scrollTop = box.scrollHeight;
     const card = document.querySelector('#step-card .card:not(.empty)');
@@ -89,6 +141,7 @@
       card.querySelectorAll('[data-phase]').forEach((el) => el.classList.add('sv-hidden'));
       revealNext();
       pendingReveal = false;
+      markLine();
     }
     const classroom = document.body.classList.contains('classroom');
     const below = card.getBoundingClientRect().bottom > window.innerHeight;  // e.g. at 150% or 200% zoom
@@ -231,6 +284,45 @@
     };
     if (file.size > 20000000) { send('{"too_large_bytes": ' + file.size + '}'); input.value = ''; return; }
     file.text().then((text) => { send(text); input.value = ''; });
+  });
+  // 7. The misconceptions (#myths) answer here: the choice is marked, the right one shown, the explanation opened
+  //    (nothing is sent). "Show me" opens the tab or accordion that holds the evidence, types the example it names
+  //    and presses its button.
+  document.addEventListener('click', (e) => {
+    const choice = e.target.closest && e.target.closest('#myths .myth-choice');
+    if (!choice) return;
+    const myth = choice.closest('.myth'), list = choice.closest('.myths');
+    if (myth.dataset.result) return;
+    const right = choice.dataset.right === '1';
+    myth.dataset.result = right ? 'right' : 'wrong';
+    choice.classList.add('chosen');
+    myth.querySelectorAll('.myth-choice[data-right="1"]').forEach((b) => b.classList.add('right'));
+    myth.querySelector('.myth-mark').textContent = right ? list.dataset.rightText : list.dataset.wrongText;
+    myth.querySelector('.myth-why').hidden = false;
+  });
+  const showMe = (see) => {
+    const opens = see.dataset.opens, tab = opens && document.getElementById(opens + '-button');
+    const shown = document.getElementById(see.dataset.goto);
+    if (tab && tab.getAttribute('aria-selected') !== 'true') tab.click();  // another tab: select it
+    else if (opens && !tab && (!shown || shown.offsetParent === null)) {  // a closed accordion: open it
+      document.querySelector(`#${opens} > .label-wrap`)?.click();
+    }
+    let tries = 0;
+    const go = () => {
+      const target = document.getElementById(see.dataset.goto);
+      if (!target) { if (++tries < 40) setTimeout(go, 100); return; }
+      Object.entries(JSON.parse(see.dataset.fill || '{}')).forEach(([id, value]) => {
+        const box = document.querySelector(`#${id} textarea, #${id} input`);
+        if (box) { box.value = value; box.dispatchEvent(new Event('input', {bubbles: true})); }
+      });
+      if (see.dataset.press) setTimeout(() => document.getElementById(see.dataset.press)?.click(), 300);
+      target.scrollIntoView({behavior: 'smooth', block: 'center'});
+    };
+    go();
+  };
+  document.addEventListener('click', (e) => {
+    const see = e.target.closest && e.target.closest('#myths .myth-see, #question .myth-see');
+    if (see) showMe(see);
   });
   document.body.dataset.specvizReady = '1';  // tests wait for this before pressing keys
 }
