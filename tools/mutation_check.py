@@ -44,12 +44,12 @@ class Fault:
 
 
 FAULTS = [
-    Fault("residual taken as p, not norm(max(0, p - q))", "specviz/core/probability.py",
-          "return safe_divide(residual, residual.sum(-1, keepdim=True), target_probs)",
-          "return target_probs"),
+    Fault("residual taken as p, not max(0, p - q)", "specviz/core/sampling.py",
+          "residual = torch.clamp(drafted_rows - draft_probs, min=0)                  # [..., gamma, V] max(0, p - q)",
+          "residual = drafted_rows"),
     Fault("bonus drawn from q, not from the target's next row", "specviz/core/sampling.py",
-          "candidates = torch.cat([corrections, target_probs[..., gamma:, :].to(corrections.dtype)], -2)  # [..., gamma+1, V]",
-          "candidates = torch.cat([corrections, draft_probs[..., -1:, :].to(corrections.dtype)], -2)"),
+          "candidates = torch.cat([corrections, target_probs[..., gamma:, :]], -2)       # [..., gamma+1, V]",
+          "candidates = torch.cat([corrections, draft_probs[..., -1:, :]], -2)"),
     Fault("accept test against q/p, not p/q", "specviz/core/sampling.py",
           "accept = torch.clamp(drafted_p / drafted_q, max=1.0)                       # [..., gamma] min(1, p/q)",
           "accept = torch.clamp(drafted_q / drafted_p, max=1.0)"),

@@ -15,6 +15,7 @@ from ...core.config import DecodeConfig
 from ..caches.cache import CachedModel
 from ..memory import held_bytes
 from ..models.loading import ModelPair
+from . import round_regions
 from .drafting import Drafted, TokenContext, cache_kind
 from .feature_draft import cached_draft, reads_features
 
@@ -35,6 +36,8 @@ class ModelDraft:
                  generator: torch.Generator):
         self.pair, self.config, self.generator = pair, config, generator
         self.model = cached_draft(pair.draft, pair.vocab_size, target, **cache_options)
+        self.buffers: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}  # gamma -> the loop's tokens and q
+        self.regions: dict[tuple[int, int], round_regions.Region] = {}  # (pending, gamma) -> the recorded loop
 
     @classmethod
     def reads_target_features(cls, pair: ModelPair) -> bool:
@@ -59,19 +62,55 @@ class ModelDraft:
         return self.config.warp(logits)
 
     def propose(self, context: TokenContext, gamma: int) -> Drafted:
-        """gamma tokens, one cached forward each, sampled from the warped draft at the round's uniforms: every
-        token stays on the device and feeds the next forward from there."""
-        tokens, rows = [], []
-        pending = context.tail(self.model.seen)  # [1], or [2] after a bonus the draft never saw
-        for i in range(gamma):
-            probs = self.warp(self.model.forward(pending, keep=1)[-1])  # [V]
-            # a row without mass (NaN logits) draws NO_TOKEN: clamped so the next forward runs, and refused by the
-            # round's checks when it is read
-            token = sampling.sample_from_uniforms(probs, context.uniforms[i]).clamp_min(0)  # 0-d long
-            tokens.append(token)
-            rows.append(probs)
-            pending = token.reshape(1)
-        return Drafted(tokens=torch.stack(tokens), probs=torch.stack(rows), forwards=gamma)  # [gamma], [gamma, V]
+        """gamma tokens, one cached forward each, each raced from the warped draft: `draft_loop`, replayed as one
+        recorded region where one was captured for this many pending tokens."""
+        pending = len(context.ids) - self.model.seen  # 1, or 2 after a bonus the draft never saw
+        region = self.regions.get((pending, gamma))
+        tokens, probs = region.replay() if region is not None else self.draft_loop(context.on_device.buffer, pending,
+                                                                                   gamma)
+        return Drafted(tokens=tokens, probs=probs, forwards=gamma)  # [gamma], [gamma, V]
+
+    def draft_loop(self, ids: torch.Tensor, pending: int, gamma: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """1. draft, as one region (`round_regions`): the pending ids read from the device at the draft's own
+        position, then gamma forwards, each token raced (`sampling.race`) from its row of the round's gamma x V
+        uniforms and fed to the next forward on the device. Writes the draft's tokens [gamma] and q [gamma, V] into
+        its buffers (fixed addresses, which the verify region reads) and returns them."""
+        tokens, rows = self._buffers(gamma)
+        uniforms = torch.rand(gamma, self.pair.vocab_size, generator=self.generator, device=rows.device,
+                              dtype=torch.float64)                                    # [gamma, V]
+        inputs = self.model.unseen(ids, pending)                                       # [pending]
+        drawn, laws = [], []
+        for keys in sampling.race_keys(uniforms).split(1):                            # [1, V] each
+            probs = self.warp(self.model.forward(inputs, keep=1))                      # [1, V]
+            # a row without mass (NaN logits) draws some token: the round's checks refuse its q when it is read
+            inputs = sampling.race(probs, keys, checked=False)                         # [1] long: the next input
+            drawn.append(inputs)
+            laws.append(probs)
+        return torch.cat(drawn, out=tokens), torch.cat(laws, out=rows)
+
+    def _buffers(self, gamma: int) -> tuple[torch.Tensor, torch.Tensor]:
+        if gamma not in self.buffers:
+            device = self.model.model.device
+            self.buffers[gamma] = (torch.zeros(gamma, dtype=torch.long, device=device),
+                                   torch.zeros(gamma, self.pair.vocab_size, device=device))
+        return self.buffers[gamma]
+
+    def capture_loop(self, ids: torch.Tensor, gamma: int, graphs) -> tuple[str, float]:
+        """Record the draft loop as one region per number of pending tokens (1, and 2 after a bonus) with `graphs`
+        (`round_regions.recorder`); ('' or why it stays eager, seconds). Call after the prefill, before any round:
+        each recording reads ids from the draft's position on and writes keys only past it (stale, overwritten by
+        the next forward), so no position the draft has seen changes."""
+        if why := round_regions.usable([self.model]):
+            return why, 0.0
+        seconds = 0.0
+        for pending in (1, 2):
+            region, why, spent = round_regions.try_capture(lambda p=pending: self.draft_loop(ids, p, gamma),
+                                                           [self.model], self.generator, graphs)
+            seconds += spent
+            if region is None:
+                return why, seconds
+            self.regions[(pending, gamma)] = region
+        return "", seconds
 
     def propose_chains(self, context: TokenContext, k: int, gamma: int) -> tuple[list[list[int]], torch.Tensor]:
         """k chains of gamma tokens, one batched forward per depth; chains at one node share its distribution.
@@ -99,6 +138,7 @@ class ModelDraft:
     def fork(self, target: CachedModel, generator: torch.Generator) -> ModelDraft:
         twin = copy.copy(self)
         twin.model, twin.generator = self.model.fork(target), generator
+        twin.buffers, twin.regions = {}, {}  # recorded against this one's buffers and generator: capture again
         return twin
 
     def cache_kinds(self) -> dict[str, str]:
