@@ -91,7 +91,7 @@ def test_the_best_gamma_under_a_planted_curve_is_the_simulation_s_best():
 
 
 def test_breakeven_alpha_is_where_the_simulated_round_starts_to_pay():
-    """At γ 4, c 0.09, V(5) 1.6 a round costs 1.96 passes: it pays above α ≈ 0.49 (1 + α + … + α⁴ = 1.96); the
+    """At γ 4, c 0.09, V(5) 1.6 a round costs 1.96 passes: it pays above α ≈ 0.51 (1 + α + … + α⁴ = 1.96); the
     simulation (100,000 rounds) is slower 0.03 below and faster 0.03 above."""
     edge = breakeven_alpha(4, 0.09, 1.6)
     assert 1 + edge + edge ** 2 + edge ** 3 + edge ** 4 == pytest.approx(1.96, abs=1e-9)
