@@ -22,8 +22,10 @@ def _speed(best: dict) -> str:
     gap = ""
     expected = best.get("predicted_speedup_at_measured") or best["thm38_speedup_at_measured"]
     if expected > 1.2 * s:
-        gap = (" The measured speedup falls well short of the theorem's: time outside the model forwards (sampling, "
-               "verification, bookkeeping) weighs more than Thm 3.8's cost model allows at this model size.")
+        host = best.get("round_host_share")
+        share = f": {100 * host:.0f}% of a round here" if host else ""
+        gap = (" The measured speedup falls well short of the prediction: time outside the model forwards (sampling, "
+               f"verification, bookkeeping{share}) weighs more than a cost model of forwards allows at this model size.")
     if s < 1:
         return (f"Speculative decoding is slower than the target alone at every γ tried: the best is γ {g} at "
                 f"×{s:.2f} ± {se:.2f}.{theory}{gap}")

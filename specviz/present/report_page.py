@@ -149,11 +149,12 @@ def gamma_table(by_gamma: dict) -> str:
         f"<tr><td>{g}</td><td>{_fmt(m['acceptance_rate'], '.3f')}</td><td>{_fmt(m['tokens_per_target_call'])}</td>"
         f"<td>{_fmt(m['speedup'])} ± {_fmt(m['speedup_stderr'])}</td><td>{_fmt(m.get('predicted_speedup'))}</td>"
         f"<td>{_fmt(m['predicted_speedup_thm38'])}</td><td>{_fmt(m.get('verify_cost'))}</td>"
-        f"<td>{_fmt(m.get('verify_cost_in_run'))}</td><td>{_fmt(m['cost_ratio_c'], '.3f')}</td><td>{m['steps']}</td></tr>"
+        f"<td>{_fmt(m.get('verify_cost_in_run'))}</td><td>{_fmt(m['cost_ratio_c'], '.3f')}</td>"
+        f"<td>{_fmt(m.get('round_host_share'))}</td><td>{m['steps']}</td></tr>"
         for g, m in sorted(by_gamma.items(), key=lambda kv: int(kv[0])))
     return ("<table><tr><th>γ</th><th>α</th><th>tokens per target call</th><th>measured speedup ± s.e.</th>"
             "<th>predicted (measured V)</th><th>Thm 3.8 (V = 1)</th><th>V(γ + 1) measured</th><th>V(γ + 1) in the run</th>"
-            f"<th>cost ratio c</th><th>steps</th></tr>{rows}</table>")
+            f"<th>cost ratio c</th><th>round's host share</th><th>steps</th></tr>{rows}</table>")
 
 
 def most_rejected_table(analysis: dict) -> str:

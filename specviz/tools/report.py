@@ -79,7 +79,7 @@ def best_gamma(by_gamma: dict, records: list, calls: list, verify_costs: list[fl
     out = {"measured": best["gamma"], "speedup": best["speedup"], "speedup_stderr": best["speedup_stderr"],
            "predicted": None, "thm38": thm38, "thm38_speedup": theory.expected_speedup(alpha, thm38, c),
            "thm38_speedup_at_measured": theory.expected_speedup(alpha, best["gamma"], c),
-           "alpha": alpha, "cost_ratio_c": c,
+           "alpha": alpha, "cost_ratio_c": c, "round_host_share": pooled["round_host_share"],
            "thm38_curve": [theory.expected_speedup(alpha, g, c) for g in range(1, GAMMA_MAX + 1)]}
     if verify_costs:
         predicted = theory.optimal_gamma_with_verify_costs(alpha, c, verify_costs)
