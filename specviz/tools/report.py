@@ -241,7 +241,7 @@ def compared_run(pair, prompt: str, config: DecodeConfig, lines, prompt_index: i
 
 def report_summary(done: ReportRuns, pair, settings: dict) -> dict:
     """summary.json: the best gamma, where and why the draft is rejected, in words, and every figure behind it."""
-    curve = done.verify.curve()
+    curve = done.verify.curve() if done.verify else None  # a report from traces times no passes
     by_gamma = {g: with_verify_cost(m, curve) for g, m in done.by_gamma.items()}
     best = best_gamma(by_gamma, done.pooled_records, done.pooled_calls, curve)
     sweep = _mean_sweep(done.sweeps)
@@ -254,7 +254,8 @@ def report_summary(done: ReportRuns, pair, settings: dict) -> dict:
                                          "acceptance length")) if x)
     ranks = rank_analysis.rank_analysis(done.all_traces)
     verify = {"curve": curve, "target_pass_ms": [1e3 * x for x in done.verify.seconds()],
-              "timed_passes_per_n": len(done.verify.times[0]), "context_tokens": len(done.verify.context)}
+              "timed_passes_per_n": len(done.verify.times[0]), "context_tokens": len(done.verify.context)} \
+        if done.verify else None
     return {"whatif": report_whatif(by_gamma, ranks["predicted_sibling_acceptance"], curve), "rank_analysis": ranks,
             "verify_cost": verify,
             "settings": settings,
