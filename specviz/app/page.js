@@ -118,9 +118,11 @@
     if (resize) document.documentElement.style.setProperty('--sv-bar-h', `${barH}px`);
     if (!algo || !algo.offsetParent) return;
     const room = window.innerHeight - panelH - 8;  // the panel's top
-    if (resize) {
+    const card = document.querySelector('#step-card');
+    const beside = card && algo.getBoundingClientRect().left >= card.getBoundingClientRect().right - 1;
+    if (resize) {  // under the card (a narrow window) it keeps its whole height
       const top = Math.max(algo.getBoundingClientRect().top, barH + 4);
-      const height = `${Math.max(160, Math.round(room - top))}px`;
+      const height = beside ? `${Math.max(160, Math.round(room - top))}px` : '';
       if (algo.style.maxHeight !== height) algo.style.maxHeight = height;
     }
     const lit = algo.querySelector('[aria-current="step"]');
@@ -366,8 +368,9 @@
       if (target.closest('#settings') && !target.offsetParent) document.body.classList.add('sv-show-settings');
       // an accordion just opened draws its figures after this: bring the evidence back where it moved, a few times
       let settled = 0;
-      const place = () => {
-        target.scrollIntoView({block: 'start'});
+      const place = () => {  // its top just under the sticky controls (hidden on the playground's tab)
+        const bar = document.querySelector('#controls');
+        window.scrollTo({top: target.getBoundingClientRect().top + window.scrollY - (bar ? bar.offsetHeight : 0) - 8});
         const at = target.getBoundingClientRect().top;
         if (++settled < 5) setTimeout(() => { if (Math.abs(target.getBoundingClientRect().top - at) > 2) place(); }, 400);
       };
