@@ -7,6 +7,10 @@ from pathlib import Path
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 os.environ.setdefault("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1")
+# A timed Step waits for a quiet machine (SPECVIZ_QUIET_WAIT_MS, 600 ms served locally): under pytest-xdist the other
+# worker is never quiet, so every timed Step of every test would wait it out. Its own tests (test_threads.py) set it
+# explicitly, and the speed test serves the app with the default, as a visitor's page runs.
+os.environ.setdefault("SPECVIZ_QUIET_WAIT_MS", "0")
 
 import pytest
 

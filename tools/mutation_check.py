@@ -1,8 +1,10 @@
 """Does the fast test tier still catch a wrong law? Plant one fault at a time in the decision code, run the tests.
 
-Each fault below is a one-line change to the source, of the kind a refactor of the sampling code could make by
-mistake: the residual taken as p, the bonus drawn from q, the accept test against q/p, a tree sibling judged
-against p instead of the residual the earlier rejection left, mentored decoding's KL budget ignored. For each,
+Each fault below is a one-line change to the source, of the kind a refactor could make by mistake. In the decision
+code: the residual taken as p, the bonus drawn from q, the accept test against q/p, a tree sibling judged against p
+instead of the residual the earlier rejection left, mentored decoding's KL budget ignored. In the engine's plumbing,
+which only end-to-end runs see: a draft judged by another position's q, the accept test reusing the uniforms that
+drew the drafts, a draft model drawing from another law than the q it reports. For each,
 the repository is copied to a temporary folder, the line is replaced there (the script stops if the line is
 not found exactly once, so a fault never silently stops being planted), and pytest runs the fast tier
 (`-m "not slow"`, core and engine tests first) until the first failure, which names the test that caught it.
@@ -59,6 +61,16 @@ FAULTS = [
     Fault("mentored plan ignores its KL budget", "specviz/core/mentored.py",
           "if _thresholds(math.exp(mid), row)[2] <= kl_budget:",
           "if True:"),
+    # the engine's plumbing: what reaches the decision from real models (caught end to end, or not at all)
+    Fault("the round judges each draft by the q of the position before", "specviz/engine/decoding/decoders.py",
+          "q = drafted.q(target_probs)                                                # [k, V]",
+          "q = drafted.q(target_probs).roll(1, 0)"),
+    Fault("the accept test reuses the uniforms that drew the drafts", "specviz/engine/decoding/decoders.py",
+          "rnd = sampling.verify_round(target_probs, q, drafted.tokens, uniforms[gamma: gamma + k + 1],",
+          "rnd = sampling.verify_round(target_probs, q, drafted.tokens, uniforms[0: k + 1],"),
+    Fault("the draft model draws from another law than the q it reports", "specviz/engine/decoding/model_draft.py",
+          "token = sampling.sample_from_uniforms(probs, context.uniforms[i]).clamp_min(0)  # 0-d long",
+          "token = sampling.sample_from_uniforms(probs * probs, context.uniforms[i]).clamp_min(0)"),
 ]
 
 

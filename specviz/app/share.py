@@ -128,6 +128,9 @@ def open_link_handler(session, text, lang: str = "en"):
     except (ValueError, ModelLoadError, RuntimeError) as err:
         status = _failure(err, lang)
         return session, view_of(session, notation, status, lang), None, status
+    if run is None:  # refused as too long for the event: the tab's own run stays as it was
+        status = Status("error", why)
+        return session, view_of(session, notation, status, lang), None, status
     session.keep_run()
     session.run, session.viewing, session.recorded, session.stepped, session.playing = run, None, None, True, False
     status = Status("error", why) if why else Status("info", tr(lang, "share.opened", step=recipe.step,

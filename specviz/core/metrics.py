@@ -29,7 +29,13 @@ Timing (needs the baseline; `None` until both sides ran)
   speedup_stderr           its standard error (delta method over per-step and per-forward times);
   cost_ratio_c             c: one draft forward over one target forward, both measured in this run
                            (draft phase time / draft forwards; baseline time / baseline forwards);
-  predicted_speedup_thm38  Leviathan Thm 3.8: (1 - alpha^(gamma+1)) / ((1 - alpha)(gamma c + 1));
+  target_verify_ms         the round's target pass over gamma + 1 positions, mean over the rounds;
+  verify_cost_in_run       V(gamma + 1) as this run measured it: target_verify_ms / target_ms (Thm 3.8 takes 1);
+  predicted_speedup_in_run (1 - alpha^(gamma+1)) / ((1 - alpha)(gamma c + V)) with this run's alpha, c and V;
+  round_host_share         the share of a round's time outside its draft and target forwards (verification,
+                           sampling, the trace): what no forward-cost model prices;
+  predicted_speedup_thm38  Leviathan Thm 3.8: (1 - alpha^(gamma+1)) / ((1 - alpha)(gamma c + 1)), the limit
+                           where a verify costs one forward;
   best_gamma               the gamma in 1..16 that Thm 3.8 favours for the measured alpha and c;
   warming_up               True while either side has fewer than MIN_TIMED forwards: until then the
                            timing metrics are shown as "warming up", since the first few forwards
@@ -118,7 +124,9 @@ def _by_depth_and_rank(records: Sequence[StepRecord], gamma: int) -> dict:
 
 def _timing(records: Sequence[StepRecord], calls: Sequence[float], alpha: float, gamma: int) -> dict:
     keys = ("tokens_per_s_speculative", "tokens_per_s_target_only", "speedup", "speedup_stderr", "draft_ms",
-            "target_ms", "cost_ratio_c", "predicted_speedup_thm38", "best_gamma")
+            "target_ms", "cost_ratio_c", "target_verify_ms", "verify_cost_in_run", "predicted_speedup_in_run",
+            "round_host_share",
+            "predicted_speedup_thm38", "best_gamma")
     if not records or not calls:
         return {**dict.fromkeys(keys), "warming_up": True}
     spec_rate = _ratio(sum(r.n_emitted for r in records), sum(r.step_s for r in records))
@@ -127,8 +135,14 @@ def _timing(records: Sequence[StepRecord], calls: Sequence[float], alpha: float,
     draft_ms = 1e3 * _ratio(sum(r.draft_s for r in records), sum(r.gamma for r in records))
     target_ms = 1e3 * sum(calls) / len(calls)
     c = _ratio(draft_ms, target_ms)
+    verify_ms = 1e3 * sum(r.target_s for r in records) / len(records)
+    verify_cost = _ratio(verify_ms, target_ms)
+    in_run = theory.speedup_with_verify_cost(alpha, gamma, c, verify_cost) if verify_cost > 0 else None
     return {"tokens_per_s_speculative": spec_rate, "tokens_per_s_target_only": base_rate, "speedup": speedup,
             "speedup_stderr": _speedup_stderr(records, calls, speedup), "draft_ms": draft_ms, "target_ms": target_ms,
-            "cost_ratio_c": c, "predicted_speedup_thm38": theory.expected_speedup(alpha, gamma, c),
+            "cost_ratio_c": c, "target_verify_ms": verify_ms, "verify_cost_in_run": verify_cost,
+            "predicted_speedup_in_run": in_run,
+            "round_host_share": _ratio(sum(r.step_s - r.draft_s - r.target_s for r in records), sum(r.step_s for r in records)),
+            "predicted_speedup_thm38": theory.expected_speedup(alpha, gamma, c),
             "best_gamma": theory.optimal_gamma(alpha, c, GAMMA_MAX),
             "warming_up": len(records) < MIN_TIMED or len(calls) < MIN_TIMED}

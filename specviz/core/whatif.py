@@ -16,11 +16,12 @@ The maths (exact under the one assumption stated in `acceptance_length`):
   or bonus token included):
       acceptance length  L(gamma) = 1 + a_1 + ... + a_gamma.
   With b_i = alpha this is (1 - alpha^(gamma+1)) / (1 - alpha), Leviathan Eq. (1).
-  A round costs gamma draft forwards and one target pass; target-only costs one pass a token, so with
-  c = draft forward / target forward (Thm 3.8's cost model)
-      speedup  S(gamma) = L(gamma) / (gamma c + 1),
-  which with b_i = alpha is Leviathan et al. Thm 3.8. One target pass a round: tokens per target
-  pass = L.
+  A round costs gamma draft forwards and one target pass over gamma + 1 positions; target-only costs one
+  one-position pass a token, so with c = draft forward / target forward and V(n) = a target pass over n
+  positions / one over one (`core.verify_cost`, measured for the pair on its device)
+      speedup  S(gamma) = L(gamma) / (gamma c + V(gamma + 1)),
+  which with b_i = alpha and V = 1 (a verify costing one forward) is Leviathan et al. Thm 3.8; the table
+  gives that limit beside it (speedup_thm38). One target pass a round: tokens per target pass = L.
   Beyond the measured positions (gamma > n) the last measured conditional rate b_n is assumed for
   every further position (`extend`), the i.i.d. model Thm 3.8 uses throughout.
 
@@ -32,7 +33,7 @@ of single-draft rejections by `core.rank_analysis`). So
       b_i(k) = 1 - (1 - b_i) (1 - s_1) ... (1 - s_{k-1}),   a_i(k) = b_1(k) ... b_i(k),
 taking the sibling rates as the same at every depth and k tries at every depth (a tree that branches k
 ways at each depth; with k independent chains fewer chains survive below the first depth, so for them
-this is an upper bound). A round then costs (gamma c + 1)(1 + rho (k - 1)):
+this is an upper bound). A round then costs (gamma c + V(gamma + 1))(1 + rho (k - 1)):
 rho is what one more row costs relative to the first (0 on an accelerator with rows to spare; the
 CPU of docs/benchmarks.md measured 0.1 to 0.4).
 """
@@ -40,6 +41,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+
+from .verify_cost import check_verify_costs, verify_cost_at
 
 
 def _check_rates(name: str, values: Sequence[float]) -> list[float]:
@@ -105,26 +108,35 @@ def with_drafts(curve: Sequence[float], gamma: int, drafts: int, sibling_rates: 
     return unconditional_from_conditional([1.0 - (1.0 - b) * miss_siblings for b in conditional])
 
 
-def speedup(length: float, gamma: int, cost_ratio: float, drafts: int = 1, extra_row_cost: float = 0.0) -> float:
-    """Expected tokens per unit of target-only time: L / ((gamma c + 1)(1 + rho (k - 1)))  (Thm 3.8's cost model)."""
-    return length / ((gamma * cost_ratio + 1.0) * (1.0 + extra_row_cost * (drafts - 1)))
+def speedup(length: float, gamma: int, cost_ratio: float, drafts: int = 1, extra_row_cost: float = 0.0,
+            verify_cost: float = 1.0) -> float:
+    """Expected tokens per unit of target-only time: L / ((gamma c + V)(1 + rho (k - 1))), V the round's target
+    pass over gamma + 1 positions in one-position passes (1: Thm 3.8's cost model)."""
+    return length / ((gamma * cost_ratio + verify_cost) * (1.0 + extra_row_cost * (drafts - 1)))
 
 
 def whatif_table(curve: Sequence[float], cost_ratio: float, gammas: Sequence[int], drafts: Sequence[int] = (1,),
-                 sibling_rates: Sequence[float] = (), extra_row_cost: float = 0.0) -> dict:
+                 sibling_rates: Sequence[float] = (), extra_row_cost: float = 0.0,
+                 verify_costs: Sequence[float] | None = None) -> dict:
     """One row per (gamma, k): gamma, drafts, acceptance_length (bonus included; also the tokens per target
-    pass) and speedup; `best` is the row of the highest speedup (ties: the smaller gamma, then k)."""
+    pass), verify_cost V(gamma + 1) (from `verify_costs`, [V(1) = 1, V(2), ...], extrapolated past its end as
+    `core.verify_cost` says and flagged so; 1 without a curve), speedup under it and speedup_thm38 (V = 1, the limit
+    where a verify costs one forward); `best` is the row of the highest speedup (ties: the smaller gamma, then k)."""
     if not (math.isfinite(cost_ratio) and cost_ratio >= 0):
         raise ValueError(f"--cost-ratio must be a number >= 0, not {cost_ratio!r}")
     if not (math.isfinite(extra_row_cost) and extra_row_cost >= 0):
         raise ValueError(f"--extra-row-cost must be a number >= 0, not {extra_row_cost!r}")
+    costs = check_verify_costs(verify_costs, "--verify-cost") if verify_costs is not None else None
     rows = []
     for k in drafts:
         for g in gammas:
             length = 1.0 + sum(with_drafts(curve, g, k, sibling_rates))
-            rows.append({"gamma": g, "drafts": k, "acceptance_length": length,
-                         "speedup": speedup(length, g, cost_ratio, k, extra_row_cost)})
+            v = verify_cost_at(costs, g + 1) if costs else 1.0
+            rows.append({"gamma": g, "drafts": k, "acceptance_length": length, "verify_cost": v,
+                         "verify_cost_extrapolated": bool(costs) and g + 1 > len(costs),
+                         "speedup": speedup(length, g, cost_ratio, k, extra_row_cost, v),
+                         "speedup_thm38": speedup(length, g, cost_ratio, k, extra_row_cost)})
     best = max(rows, key=lambda r: (r["speedup"], -r["gamma"], -r["drafts"]))
     return {"table": rows, "best": best, "per_position": check_unconditional(curve),
             "conditional": conditional_from_unconditional(curve), "cost_ratio_c": cost_ratio,
-            "extra_row_cost": extra_row_cost, "sibling_rates": list(sibling_rates)}
+            "extra_row_cost": extra_row_cost, "sibling_rates": list(sibling_rates), "verify_costs": costs}

@@ -1,7 +1,8 @@
 """Two panels of the debugging view: "what if" (other γ and draft counts from this run's curve) and the
 per-request acceptance-length histogram (each run of this tab one request). HTML strings and figures.
 
-The maths is `core.whatif` (acceptance length 1 + a₁ + … + a_γ, speedup over γc + 1) and `core.conventions`
+The maths is `core.whatif` (acceptance length 1 + a₁ + … + a_γ, speedup over γc + V(γ + 1), V the pair's measured
+verify cost from the cost book, with Thm 3.8's V = 1 beside it) and `core.conventions`
 (pooled against per request); the figures are `whatif_figures.whatif_figure` and the report's
 `report_page.per_request_figure`. Every refused setting is a message naming it and its range.
 """
@@ -100,7 +101,7 @@ def parse_cost(text, lang: str = "en") -> float | None:
 
 
 def whatif_inputs(metrics: dict | None, traces: list, curve_text, cost_text, gammas_text, drafts_text,
-                  lang: str = "en") -> dict:
+                  lang: str = "en", verify_costs: list[float] | None = None) -> dict:
     """Everything core.whatif.whatif_table takes, from the typed settings or else the run; Refused names a setting."""
     gammas = parse_whole(gammas_text, tr(lang, "wi.n_gammas"), GAMMA_MIN, GAMMA_MAX, GAMMA_MAX, lang)
     drafts = parse_whole(drafts_text, tr(lang, "wi.n_drafts"), 1, TRIES_MAX, TRIES_MAX, lang)
@@ -127,7 +128,7 @@ def whatif_inputs(metrics: dict | None, traces: list, curve_text, cost_text, gam
             raise Refused(tr(lang, "wi.err_siblings", name=tr(lang, "wi.n_drafts")))
         siblings = analysis["predicted_sibling_acceptance"]
     return {"curve": curve, "source": source, "cost": cost, "cost_source": cost_source, "gammas": gammas,
-            "drafts": drafts, "siblings": siblings}
+            "drafts": drafts, "siblings": siblings, "verify_costs": verify_costs}
 
 
 def _definitions(keys: list[str], lang: str) -> str:
@@ -138,22 +139,28 @@ def whatif_table_html(result: dict, inputs: dict, lang: str = "en") -> str:
     """The table (one row per γ and k, the best marked ★) under a line saying where the curve and c come from."""
     best = result["best"]
     head = "".join(f"<th>{tr(lang, k)}</th>" for k in ("wi.col_gamma", "wi.col_k", "wi.col_length", "wi.col_tokens",
-                                                         "wi.col_speedup"))
+                                                         "wi.col_verify", "wi.col_speedup", "wi.col_thm38"))
     rows = []
     for r in result["table"]:
         mark = r is best
+        guess = "*" if r["verify_cost_extrapolated"] else ""
         rows.append(f'<tr{" class=best" if mark else ""}><td>{r["gamma"]}</td><td>{r["drafts"]}</td>'
                     f'<td>{r["acceptance_length"]:.3f}</td><td>{r["acceptance_length"]:.3f}</td>'
-                    f'<td>×{r["speedup"]:.2f}{" ★" if mark else ""}</td></tr>')
+                    f'<td>{r["verify_cost"]:.2f}{guess}</td><td>×{r["speedup"]:.2f}{" ★" if mark else ""}</td>'
+                    f'<td>×{r["speedup_thm38"]:.2f}</td></tr>')
     curve = ", ".join(f"{a:.2f}" for a in result["per_position"])
     siblings = ", ".join(f"{s:.2f}" for s in inputs["siblings"][: max(inputs["drafts"]) - 1])
     source = tr(lang, "wi.source", source=html.escape(inputs["source"]), curve=curve, c=f"{result['cost_ratio_c']:.3f}",
                 c_source=html.escape(inputs["cost_source"]))
     if siblings:
         source += " " + tr(lang, "wi.siblings", s=siblings)
+    measured = result.get("verify_costs")
+    source += " " + (tr(lang, "wi.src_v_measured", n=len(measured), v=", ".join(f"{x:.2f}" for x in measured))
+                     if measured else tr(lang, "wi.src_v_none"))
     best_line = tr(lang, "wi.best", g=best["gamma"], k=best["drafts"], s=f"{best['speedup']:.2f}",
                    L=f"{best['acceptance_length']:.2f}")
-    keys = ["wi.def_curve", "wi.def_length", "wi.def_tokens", "wi.def_speedup"] + (["wi.def_k"] if siblings else [])
+    keys = (["wi.def_curve", "wi.def_length", "wi.def_tokens", "wi.def_verify", "wi.def_speedup", "wi.def_thm38"]
+            + (["wi.def_k"] if siblings else []))
     return (f'<div class="wi-source">{source}</div><div class="wi-best"><b>{best_line}</b></div>'
             f'<div class="wi-scroll"><table class="analytics whatif-table"><tr>{head}</tr>{"".join(rows)}</table></div>'
             + _definitions(keys, lang) + depth_note_html(lang))
@@ -168,12 +175,13 @@ def depth_note_html(lang: str = "en") -> str:
 
 
 def whatif_panel(metrics: dict | None, traces: list, curve_text, cost_text, gammas_text, drafts_text,
-                 lang: str = "en") -> tuple[str, go.Figure]:
-    """(the table's HTML or a message naming the refused setting, the speedup-by-γ figure)."""
+                 lang: str = "en", verify_costs: list[float] | None = None) -> tuple[str, go.Figure]:
+    """(the table's HTML or a message naming the refused setting, the speedup-by-γ figure); `verify_costs`: the
+    pair's measured curve [V(1) = 1, V(2), ...] (None: not measured, every verify priced as one forward)."""
     try:
-        inputs = whatif_inputs(metrics, traces, curve_text, cost_text, gammas_text, drafts_text, lang)
+        inputs = whatif_inputs(metrics, traces, curve_text, cost_text, gammas_text, drafts_text, lang, verify_costs)
         result = whatif.whatif_table(inputs["curve"], inputs["cost"], inputs["gammas"], inputs["drafts"],
-                                     inputs["siblings"])
+                                     inputs["siblings"], verify_costs=verify_costs)
     except NoCurve as err:
         return f'<div class="muted">{html.escape(str(err))}</div>', empty_figure(tr(lang, "fig.empty"))
     except Refused as err:
@@ -249,5 +257,6 @@ def debug_panels_view(session: Session, curve_text, cost_text, gammas_text, draf
     (a typed curve or c replaces the run's)."""
     run = session.run
     metrics = run.metrics() if run is not None and session.traces else None
-    return (*whatif_panel(metrics, session.traces, curve_text, cost_text, gammas_text, drafts_text, lang),
+    verify_costs = run.verify_costs() if run is not None else None
+    return (*whatif_panel(metrics, session.traces, curve_text, cost_text, gammas_text, drafts_text, lang, verify_costs),
             *requests_panel(session_runs(session), lang))

@@ -168,8 +168,9 @@ def question_html(predict: Predict, lang: str = "en", notation: str = "leviathan
     go = (f'<span class="q-done">{step}</span>' if predict.done else
           f'<button class="q-step" data-choice="next" data-at="{predict.at}">{step}</button>'
           f'<span class="key-hint">{tr(lang, "q.keys")}</span>')
-    foot = (f'<div class="q-foot"><div class="q-said" aria-live="polite">{said}{_bet(predict, lang)}</div>'
-            f'<div class="q-go">{go}</div></div>')
+    # the answer's sentence, the bet and the way on: three cells, so a phone can give the sentence the whole width
+    foot = (f'<div class="q-foot"><div class="q-said" aria-live="polite">{said}</div>'
+            f'<div class="q-betting" aria-live="polite">{_bet(predict, lang)}</div><div class="q-go">{go}</div></div>')
     return (f'<div id="question" data-state="{state}" data-open="{int(predict.open)}" data-kind="{q.kind}" '
             f'data-at="{predict.at}"{result}><div class="q-prompt"><span class="q-count">{count}</span> '
             f'{_prompt(q, predict, lang, t, d)}</div><div class="q-choices">{_buttons(q, predict, lang, t, d)}</div>'

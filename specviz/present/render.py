@@ -201,7 +201,9 @@ def step_card(trace: StepTrace | None, notation: str = "leviathan", total_steps:
     rows = "".join(_verify_row(p, trace, t, d, lang, hidden) for p in examined)
     if skipped:
         span = f"{skipped[0].index + 1}" + (f"–{skipped[-1].index + 1}" if len(skipped) > 1 else "")
-        rows += (f'<tr{part("skipped", hidden, "reject", "muted")} data-phase="verify"><td colspan="6">'
+        # the row that says the loop stopped keeps the test's line: the else line (the residual) lights with
+        # the correction, never before predict mode asks where the round's last token comes from
+        rows += (f'<tr{part("skipped", hidden, "test", "muted")} data-phase="verify"><td colspan="6">'
                  f'{tr(lang, "skipped", span=span, tokens=" ".join(_esc(p.draft_text) for p in skipped))}</td></tr>')
     source = view_for(trace.source.kind)  # who drafted: the sentences that differ between drafters
     reads = source.draft_note(trace, d, lang)

@@ -28,7 +28,8 @@ def _r(values, digits=4):
 
 
 def speedup_figure(by_gamma: dict, best: dict) -> go.Figure:
-    """Measured speedup per gamma (± its standard error) beside Thm 3.8's curve at the pooled alpha and c."""
+    """Measured speedup per gamma (± its standard error) beside the prediction with the measured verify costs and
+    Thm 3.8's (a verify costing one forward), at each γ's own α and c and as curves at the pooled ones."""
     gammas = sorted(int(g) for g in by_gamma)
     measured = [by_gamma[str(g)]["speedup"] for g in gammas]
     stderr = [by_gamma[str(g)]["speedup_stderr"] or 0 for g in gammas]
@@ -38,9 +39,19 @@ def speedup_figure(by_gamma: dict, best: dict) -> go.Figure:
             {"type": "scatter", "x": gammas, "y": _r([by_gamma[str(g)]["predicted_speedup_thm38"] for g in gammas]),
              "mode": "markers", "name": "Thm 3.8 at each γ's own α and c",
              "marker": {"symbol": "circle-open", "size": 11, "color": TARGET_COLOUR}}]
+    if any(by_gamma[str(g)].get("predicted_speedup") is not None for g in gammas):
+        data.append({"type": "scatter", "x": gammas, "y": _r([by_gamma[str(g)].get("predicted_speedup") for g in gammas]),
+                     "mode": "markers", "name": "predicted with the measured verify cost V(γ + 1)",
+                     "marker": {"symbol": "square-open", "size": 11, "color": ACCEPT_COLOUR}})
+    if best.get("predicted_curve"):
+        data.append({"type": "scatter", "x": list(range(1, len(best["predicted_curve"]) + 1)),
+                     "y": _r(best["predicted_curve"]), "mode": "lines",
+                     "name": f"predicted with V(n) at pooled α {best['alpha']:.2f}, c {best['cost_ratio_c']:.2f}",
+                     "line": {"color": ACCEPT_COLOUR, "dash": "dash"}})
     if best.get("thm38_curve"):
         data.append({"type": "scatter", "x": list(range(1, GAMMA_MAX + 1)), "y": _r(best["thm38_curve"]), "mode": "lines",
-                     "name": f"Thm 3.8 at pooled α {best['alpha']:.2f}, c {best['cost_ratio_c']:.2f}",
+                     "name": f"Thm 3.8 (a verify costing one forward) at pooled α {best['alpha']:.2f}, "
+                             f"c {best['cost_ratio_c']:.2f}",
                      "line": {"color": OVERLAP_COLOUR, "dash": "dot"}})
     layout = base_layout("Is it faster? Speedup over target-only by γ", 380, xaxis={"title": {"text": "γ"}, "dtick": 1},
                          yaxis={"title": {"text": "speedup (×)"}, "rangemode": "tozero"},
@@ -136,11 +147,14 @@ def _fmt(x, spec=".2f"):
 def gamma_table(by_gamma: dict) -> str:
     rows = "".join(
         f"<tr><td>{g}</td><td>{_fmt(m['acceptance_rate'], '.3f')}</td><td>{_fmt(m['tokens_per_target_call'])}</td>"
-        f"<td>{_fmt(m['speedup'])} ± {_fmt(m['speedup_stderr'])}</td><td>{_fmt(m['predicted_speedup_thm38'])}</td>"
-        f"<td>{_fmt(m['cost_ratio_c'], '.3f')}</td><td>{m['steps']}</td></tr>"
+        f"<td>{_fmt(m['speedup'])} ± {_fmt(m['speedup_stderr'])}</td><td>{_fmt(m.get('predicted_speedup'))}</td>"
+        f"<td>{_fmt(m['predicted_speedup_thm38'])}</td><td>{_fmt(m.get('verify_cost'))}</td>"
+        f"<td>{_fmt(m.get('verify_cost_in_run'))}</td><td>{_fmt(m['cost_ratio_c'], '.3f')}</td>"
+        f"<td>{_fmt(m.get('round_host_share'))}</td><td>{m['steps']}</td></tr>"
         for g, m in sorted(by_gamma.items(), key=lambda kv: int(kv[0])))
     return ("<table><tr><th>γ</th><th>α</th><th>tokens per target call</th><th>measured speedup ± s.e.</th>"
-            f"<th>Thm 3.8 speedup</th><th>cost ratio c</th><th>steps</th></tr>{rows}</table>")
+            "<th>predicted (measured V)</th><th>Thm 3.8 (V = 1)</th><th>V(γ + 1) measured</th><th>V(γ + 1) in the run</th>"
+            f"<th>cost ratio c</th><th>round's host share</th><th>steps</th></tr>{rows}</table>")
 
 
 def most_rejected_table(analysis: dict) -> str:
@@ -225,9 +239,11 @@ def report_html(summary: dict, panels: list[tuple[str, list]]) -> str:
             f"{s['max_new_tokens']} new tokens; speculative and target-only alternately, same prompts and seeds.</p>")
     answer = f"<div class='answer' id='diagnosis'><b>Diagnosis.</b> {html.escape(analysis['diagnosis'])}</div>"
     if best.get("measured") is not None:
+        predicted = (f"with the measured verify costs the prediction is γ {best['predicted']} "
+                     f"(×{best['predicted_speedup']:.2f}); " if best.get("predicted") else "")
         answer += (f"<p id='best-gamma'><b>Best γ {best['measured']}</b>: ×{best['speedup']:.2f} ± "
-                   f"{best['speedup_stderr'] or 0:.2f} measured; Thm 3.8 predicts γ {best['thm38']} "
-                   f"(×{best['thm38_speedup']:.2f}).</p>")
+                   f"{best['speedup_stderr'] or 0:.2f} measured; {predicted}Thm 3.8, where a verify costs one "
+                   f"forward, predicts γ {best['thm38']} (×{best['thm38_speedup']:.2f}).</p>")
     body = (head + answer + figure_div(speedup_figure(summary["by_gamma"], best), "speedup-by-gamma")
             + gamma_table(summary["by_gamma"])
             + "<h2>Each prompt</h2>" + figure_div(prompt_panels_figure(panels), "prompt-panels")

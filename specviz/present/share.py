@@ -4,10 +4,15 @@
 of its tokens, this process as producer); `replay` runs a recipe's settings afresh to its step, on the pair the
 deployment offers (never another: settings go through `views.settings_from`, which asks `policy.visitor_pair`),
 and compares digests, so a link that does not reproduce says why instead of showing another run as the same.
+The replay goes through the race's cost prediction (`engine.serving.replay`): one predicted past the event's time
+is refused or cut to the steps that fit, and one the machine makes slower stops between two rounds at the
+deadline; each says so, naming the step, γ, drafts and new tokens to change.
 """
 from __future__ import annotations
 
 from ..core.recipe import Producer, Recipe, RecipeError, decode_recipe, encode_recipe, producer_here, token_digest
+from ..engine import limits
+from ..engine.serving.replay import Replay, replay_to
 from ..engine.serving.run import ComparedRun, RunSettings
 from .i18n import tr
 from .page_settings import STEP_PARAMETERS, PageSettings, settings_from
@@ -62,12 +67,33 @@ def run_settings_of(recipe: Recipe) -> RunSettings:
     return settings_from(page_settings_of(recipe))
 
 
-def replay(recipe: Recipe, lang: str = "en") -> tuple[ComparedRun, str]:
-    """The recipe's run replayed to its step; (the run, "" when its tokens match the link's, else why not).
-    Raises what a Step raises on bad settings (ValueError, ModelLoadError)."""
-    run = ComparedRun(run_settings_of(recipe))
-    while len(run.traces) < recipe.step and not run.finished:
-        run.step()
+def _knobs(recipe: Recipe, predicted: float | None) -> dict:
+    s = recipe.settings
+    return {"step": recipe.step, "gamma": s["gamma"], "drafts": s["drafts"], "tokens": s["max_new_tokens"],
+            "s": f"{predicted or 0:.0f}", "limit": f"{limits.limit_s():g}"}
+
+
+def replay_cut(done: Replay, recipe: Recipe, lang: str = "en") -> str:
+    """Why a replay ended short of the link's step for want of time ("" when it did not): refused, cut, or stopped."""
+    if done.refused:
+        return tr(lang, "share.refused", **_knobs(recipe, done.predicted_s))
+    if done.stopped_s:
+        slower = tr(lang, "share.slower", s=f"{done.predicted_s:.0f}") if done.predicted_s else ""
+        return tr(lang, "share.stopped", n=done.reached, why=slower, **_knobs(recipe, done.predicted_s))
+    if done.cut and done.reached < recipe.step and not done.run.finished:
+        return tr(lang, "share.cut", n=done.reached, **_knobs(recipe, done.predicted_s))
+    return ""
+
+
+def replay(recipe: Recipe, lang: str = "en") -> tuple[ComparedRun | None, str]:
+    """The recipe's run replayed to its step; (the run, "" when its tokens match the link's, else why not). The run
+    is None where the replay was refused as too long for the event. Raises what a Step raises on bad settings
+    (ValueError, ModelLoadError)."""
+    done = replay_to(run_settings_of(recipe), recipe.step)
+    short = replay_cut(done, recipe, lang)
+    run = done.run
+    if short:
+        return run, short
     if len(run.traces) < recipe.step:
         return run, tr(lang, "share.ended", n=len(run.traces), step=recipe.step)
     here = producer_of(run)

@@ -100,10 +100,12 @@ def _try_row(x: TreeTry, trace: StepTrace, t: str, d: str, lang: str) -> str:
     else:
         cmp = "&lt;" if x.verdict == "accepted" else "≥"
         current = tr(lang, "tree.current", t=t) if x.rank else t
-        test = (f'{current}(x) {num(x.target_prob)}, {d}(x) {num(x.draft_prob)} {_track(x.uniform, x.accept_prob, lang)} '
-                f'u = {num(x.uniform)} {cmp} {num(x.accept_prob)}')
+        # two unbreakable halves: on a narrow card (the algorithm beside it) the test takes two lines, not the verdict
+        test = (f'<span style="white-space:nowrap">{current}(x) {num(x.target_prob)}, {d}(x) {num(x.draft_prob)}</span> '
+                f'<span style="white-space:nowrap">{_track(x.uniform, x.accept_prob, lang)} '
+                f'u = {num(x.uniform)} {cmp} {num(x.accept_prob)}</span>')
     row = (f'<tr class="try {x.verdict}" data-depth="{x.depth}" data-rank="{x.rank}"><td style="{CELL}">{x.depth + 1}'
-           f'</td><td style="{CELL} white-space:nowrap">{token}</td><td style="{CELL} white-space:nowrap">{test}</td>'
+           f'</td><td style="{CELL} white-space:nowrap">{token}</td><td style="{CELL}">{test}</td>'
            f'<td style="{CELL}">{verdict}</td></tr>')
     return row + (_residual_note(x, t, d, last, lang) if x.verdict == "rejected" and x.residual and not trace.greedy else "")
 

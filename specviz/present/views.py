@@ -16,8 +16,10 @@ import plotly.graph_objects as go
 
 from ..core import playground
 from ..core.config import DRAFTS_MAX, DRAFTS_MIN
+from ..core.metrics import MIN_TIMED
 from ..core.notation import letters, p_value_text
 from ..engine.serving.clock import TIMED
+from ..engine.serving.costs import APP_VERIFY_N
 from ..engine.serving.run import ComparedRun, RunSettings
 from . import export, playground_figures, render, run_figures, step_figures
 from .errors import localize
@@ -122,7 +124,9 @@ def build_view(session: Session, notation: str, status: Status = Status(), lang:
     return View(render.text_view(prompt, traces, trace.step, lang, hidden_step=trace.step if "end" in hidden else None),
                 render.step_card(trace, notation, len(traces), lang, hidden),
                 conceal(render.counters_html(metrics, run.device, run.config.lossy, run.baseline_tokens(), len(traces),
-                                             lang, draft_passes=traces[-1].counters.draft_calls), hidden),
+                                             lang, draft_passes=traces[-1].counters.draft_calls,
+                                             verify_costs=run.verify_costs(), lookup=run.config.drafter == "lookup"),
+                        hidden),
                 render.narration(trace, notation, lang), step_figures.pq_figure(trace, notation, lang),
                 step_figures.uniform_figure(trace, notation, lang), step_figures.residual_figure(trace, notation, lang),
                 run_figures.history_figure(traces, notation, lang), trace.step, render.message_html(status),
@@ -146,6 +150,9 @@ def step_session(session: Session, settings: RunSettings, lang: str = "en") -> S
     rebuilt = session.run.take_rebuilt_s()
     if rebuilt:  # a wait the visitor notices: say why
         note += tr(lang, "msg.caches_rebuilt", s=f"{rebuilt:.2f}")
+    if len(session.run.traces) >= MIN_TIMED:  # the timings count from here: the verify's cost curve joins them
+        measured = session.run.measure_verify_costs()
+        note += tr(lang, "msg.verify_measured", n=APP_VERIFY_N, s=f"{measured:.2f}") if measured else ""
     done = tr(lang, "msg.finished") if session.run.finished else ""
     return Status("info", note + done) if note or done else Status()
 

@@ -162,7 +162,8 @@ def cmd_report(args) -> int:
     o, best = summary["overall"], summary["best_gamma"]
     print(f"{len(summary['prompts'])} prompts, {o['steps']} steps: alpha {o['acceptance_rate']:.3f}, draft acceptance "
           f"rate {o['draft_acceptance_rate']:.3f}, mean acceptance length {o['mean_acceptance_length']:.2f}; "
-          f"best gamma {best['measured']} (x{best['speedup'] or 0:.2f}; Thm 3.8: {best['thm38']}); "
+          f"best gamma {best['measured']} (x{best['speedup'] or 0:.2f}; predicted with the measured verify cost: "
+          f"{best.get('predicted')}; Thm 3.8: {best['thm38']}); "
           f"wrote {args.out}/summary.json, traces.jsonl, report.html", file=sys.stderr)
     return 0
 
@@ -175,7 +176,9 @@ def cmd_whatif(args) -> int:
     result = run_whatif(per_position=args.per_position, from_report=args.from_report, from_metrics=args.from_metrics,
                         cost_ratio=args.cost_ratio, draft_ms=args.draft_ms, target_ms=args.target_ms,
                         gammas=args.gammas, drafts=args.drafts, sibling_rates=args.sibling_rates,
-                        extra_row_cost=args.extra_row_cost)
+                        extra_row_cost=args.extra_row_cost, verify_cost=args.verify_cost,
+                        pair={k: v for k, v in (("preset", args.preset), ("draft", args.draft), ("target", args.target),
+                                                ("device", args.device)) if v})
     if args.plot:
         write_plot(result, args.plot)
     print(json.dumps(result) if args.json else whatif_text(result))
@@ -317,6 +320,14 @@ def add_whatif(sub) -> None:
                       help="k > 1: acceptance of the 2nd, 3rd... try at a depth after the earlier ones failed")
     what.add_argument("--extra-row-cost", type=float, default=0.0,
                       help="k > 1: cost of each extra row relative to the first (0 = free rows, default)")
+    what.add_argument("--verify-cost", metavar="V1,V2,...",
+                      help="a target pass over n = 1, 2, ... positions relative to one over one (V(1) = 1), e.g. "
+                           "1,1.2,1.35,1.5,1.6; default: the report's measured curve, or none (Thm 3.8's limit)")
+    what.add_argument("--preset", choices=sorted(PRESETS), default=None,
+                      help="measure the verify's cost curve V(n) on this pair here (or --draft and --target)")
+    what.add_argument("--draft", help="with --target: measure V(n) on this pair (hub id or local folder)")
+    what.add_argument("--target", help="with --draft: measure V(n) on this pair")
+    what.add_argument("--device", default=None, help="where to measure V(n): cuda, mps or cpu (default: picked)")
     what.add_argument("--plot", metavar="FILE.html", help="also write the speedup-by-γ figure as a page")
     what.add_argument("--json", action="store_true")
     what.set_defaults(func=cmd_whatif)

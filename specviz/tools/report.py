@@ -3,11 +3,14 @@
 For each gamma asked for, every prompt (one per line of a file) runs `runs` times with seeds
 0..runs-1 as a `ComparedRun`: the speculative decoder and the target-only baseline on the same
 prompt and seed, stepped in the app's fair alternating order, so each gamma gets a measured
-speedup. Writes to --out:
+speedup. Between the runs, blocks of back-to-back target passes over n = 1..max(8, γ) + 1 positions
+measure the verify's cost curve V(n) (`engine.serving.costs.VerifyCostTimer`, spread over the runs so
+that drift in the machine's speed hits it and them alike). Writes to --out:
   summary.json   settings, pair, "overall" and "prompts" (the metric set of specviz.core.metrics at
-                 the first gamma), "by_gamma" (the metric set per gamma, timings filled),
-                 "best_gamma" (measured, with Thm 3.8's beside it), "rejection_analysis" (with its
-                 "diagnosis" in words) and "temperature_sweep";
+                 the first gamma), "by_gamma" (the metric set per gamma, timings filled, with
+                 "predicted_speedup" from its α, c and the measured V(γ + 1) beside Thm 3.8's),
+                 "best_gamma" (measured, with the predicted and Thm 3.8's beside it), "verify_cost"
+                 (the curve), "rejection_analysis" (with its "diagnosis" in words) and "temperature_sweep";
   traces.jsonl   a trace file (`core.tracefile`): a header line (format version, producer, settings, prompts),
                  then one step trace a line, as `generate --json` prints them, plus prompt_index, run_index;
   report.html    self-contained and offline (one plotly.js inlined): the answer first, then figures.
@@ -28,6 +31,7 @@ from ..core.recipe import producer_here
 from ..engine.decoding.drafters import check_drafter
 from ..engine.decoding.sweep import temperature_sweep
 from ..engine.models.loading import load_pair
+from ..engine.serving.costs import VerifyCostTimer
 from ..engine.serving.run import ComparedRun, RunSettings, WarmRuns
 from ..present import diagnosis, report_page
 from ..present.share import dtype_text
@@ -62,20 +66,39 @@ def parse_gammas(text: str | int | list) -> list[int]:
     return out
 
 
-def best_gamma(by_gamma: dict, records: list, calls: list) -> dict:
-    """The gamma of the highest measured speedup, and Thm 3.8's optimum from the pooled alpha and c."""
+def best_gamma(by_gamma: dict, records: list, calls: list, verify_costs: list[float] | None = None) -> dict:
+    """The gamma of the highest measured speedup; the optimum predicted from the pooled alpha and c with the
+    measured verify costs V(γ + 1) (γ 1..len(verify_costs) - 1), and Thm 3.8's (V = 1) beside it."""
     timed = [m for m in by_gamma.values() if m.get("speedup") is not None]
     if not timed:
-        return {"measured": None, "speedup": None, "speedup_stderr": None, "thm38": None}
+        return {"measured": None, "speedup": None, "speedup_stderr": None, "predicted": None, "thm38": None}
     best = max(timed, key=lambda m: m["speedup"])
     pooled = metric_set(records, calls)
     alpha, c = pooled["acceptance_rate"], pooled["cost_ratio_c"]
-    predicted = theory.optimal_gamma(alpha, c, GAMMA_MAX)
-    return {"measured": best["gamma"], "speedup": best["speedup"], "speedup_stderr": best["speedup_stderr"],
-            "thm38": predicted, "thm38_speedup": theory.expected_speedup(alpha, predicted, c),
-            "thm38_speedup_at_measured": theory.expected_speedup(alpha, best["gamma"], c),
-            "alpha": alpha, "cost_ratio_c": c,
-            "thm38_curve": [theory.expected_speedup(alpha, g, c) for g in range(1, GAMMA_MAX + 1)]}
+    thm38 = theory.optimal_gamma(alpha, c, GAMMA_MAX)
+    out = {"measured": best["gamma"], "speedup": best["speedup"], "speedup_stderr": best["speedup_stderr"],
+           "predicted": None, "thm38": thm38, "thm38_speedup": theory.expected_speedup(alpha, thm38, c),
+           "thm38_speedup_at_measured": theory.expected_speedup(alpha, best["gamma"], c),
+           "alpha": alpha, "cost_ratio_c": c, "round_host_share": pooled["round_host_share"],
+           "thm38_curve": [theory.expected_speedup(alpha, g, c) for g in range(1, GAMMA_MAX + 1)]}
+    if verify_costs:
+        predicted = theory.optimal_gamma_with_verify_costs(alpha, c, verify_costs)
+        curve = [theory.speedup_with_verify_cost(alpha, g, c, verify_costs[g]) for g in range(1, len(verify_costs))]
+        out.update(predicted=predicted, predicted_speedup=curve[predicted - 1],
+                   predicted_speedup_at_measured=curve[best["gamma"] - 1] if best["gamma"] < len(verify_costs) else None,
+                   predicted_curve=curve)
+    return out
+
+
+def with_verify_cost(m: dict, verify_costs: list[float] | None) -> dict:
+    """A gamma's metric set with the measured V(γ + 1) and the speed-up predicted from its α, c and V beside Thm
+    3.8's (which takes V = 1); over_prediction: predicted / measured - 1."""
+    g = m["gamma"]
+    if not verify_costs or m.get("cost_ratio_c") is None or g >= len(verify_costs):
+        return {**m, "verify_cost": None, "predicted_speedup": None, "over_prediction": None}
+    predicted = theory.speedup_with_verify_cost(m["acceptance_rate"], g, m["cost_ratio_c"], verify_costs[g])
+    return {**m, "verify_cost": verify_costs[g], "predicted_speedup": predicted,
+            "over_prediction": predicted / m["speedup"] - 1 if m.get("speedup") else None}
 
 
 DEFINITIONS = {
@@ -98,15 +121,15 @@ def per_request_forms(requests: list[list]) -> dict:
         forms["acceptance_length_per_request"])}
 
 
-def report_whatif(by_gamma: dict, sibling_rates: list[float]) -> dict | None:
-    """`whatif` on the largest gamma's per-position curve and its measured cost ratio (gamma 1..8), for k = 1..4
-    drafts with the sibling rates the rank analysis predicts (rows free: extra_row_cost 0)."""
+def report_whatif(by_gamma: dict, sibling_rates: list[float], verify_costs: list[float] | None = None) -> dict | None:
+    """`whatif` on the largest gamma's per-position curve, its measured cost ratio and the measured verify costs
+    (gamma 1..8), for k = 1..4 drafts with the sibling rates the rank analysis predicts (rows free: extra_row_cost 0)."""
     largest = by_gamma[max(by_gamma, key=int)]
     if not largest["steps"] or largest.get("cost_ratio_c") is None:
         return None
     drafts = list(range(1, len(sibling_rates) + 2))
     result = whatif.whatif_table(largest["per_position_acceptance"], largest["cost_ratio_c"], list(range(1, 9)),
-                                 drafts, sibling_rates)
+                                 drafts, sibling_rates, verify_costs=verify_costs)
     return {**result, "curve_source": f"this report, γ {largest['gamma']} ({largest['steps']} rounds)"}
 
 
@@ -163,17 +186,23 @@ class ReportRuns:
     primary: dict = field(default_factory=lambda: {"records": [], "calls": [], "prompts": []})  # the first gamma
     pooled_records: list = field(default_factory=list)
     pooled_calls: list = field(default_factory=list)
+    verify: VerifyCostTimer | None = None           # the target's passes over 1..n positions, timed between runs
+
+
+VERIFY_PASSES = 24  # timed target passes per n for the verify-cost curve, spread over the report's runs
 
 
 def run_all(pair, prompts: list[str], gammas: list[int], configs: dict, lines, progress) -> ReportRuns:
-    """Every gamma x prompt x run; each round's trace a line of `lines`."""
-    done = ReportRuns()
+    """Every gamma x prompt x run; each round's trace a line of `lines`; a block of the verify-cost timer after each."""
+    done = ReportRuns(verify=VerifyCostTimer(pair, max(8, max(gammas)) + 1))
+    block = -(-VERIFY_PASSES // (len(gammas) * len(prompts) * len(configs[gammas[0]])))
     for gi, g in enumerate(gammas):
         g_records, g_calls, g_requests = [], [], []
         for i, prompt in enumerate(prompts):
             p_records, p_calls = [], []
             for run, config in enumerate(configs[g]):
                 compared, traces = compared_run(pair, prompt, config, lines, i, run)
+                done.verify.block(block)
                 records, calls = compared.timings()
                 g_requests.append(records)
                 p_records += records
@@ -213,8 +242,9 @@ def compared_run(pair, prompt: str, config: DecodeConfig, lines, prompt_index: i
 
 def report_summary(done: ReportRuns, pair, settings: dict) -> dict:
     """summary.json: the best gamma, where and why the draft is rejected, in words, and every figure behind it."""
-    by_gamma = done.by_gamma
-    best = best_gamma(by_gamma, done.pooled_records, done.pooled_calls)
+    curve = done.verify.curve() if done.verify else None  # a report from traces times no passes
+    by_gamma = {g: with_verify_cost(m, curve) for g, m in done.by_gamma.items()}
+    best = best_gamma(by_gamma, done.pooled_records, done.pooled_calls, curve)
     sweep = _mean_sweep(done.sweeps)
     analysis = rejections.analyse(done.rows)
     analysis["diagnosis"] = diagnosis.diagnosis_text(analysis, best, sweep, settings["temperature"])
@@ -224,7 +254,11 @@ def report_summary(done: ReportRuns, pair, settings: dict) -> dict:
         conventions.ranking_disagreement(forms, "acceptance_length_pooled", "acceptance_length_mean_over_requests",
                                          "acceptance length")) if x)
     ranks = rank_analysis.rank_analysis(done.all_traces)
-    return {"whatif": report_whatif(by_gamma, ranks["predicted_sibling_acceptance"]), "rank_analysis": ranks,
+    verify = {"curve": curve, "target_pass_ms": [1e3 * x for x in done.verify.seconds()],
+              "timed_passes_per_n": len(done.verify.times[0]), "context_tokens": len(done.verify.context)} \
+        if done.verify else None
+    return {"whatif": report_whatif(by_gamma, ranks["predicted_sibling_acceptance"], curve), "rank_analysis": ranks,
+            "verify_cost": verify,
             "settings": settings,
             "pair": {"name": pair.name, "draft": pair.ref.draft, "target": pair.ref.target, "device": str(pair.device),
                      "dtype": str(pair.dtype).removeprefix("torch."),

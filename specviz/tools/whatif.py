@@ -3,7 +3,10 @@
 The curve comes from `--per-position` (vLLM's unconditional form: accepted at position i / drafts),
 from a report folder (`--from-report DIR`: the largest gamma's per-position acceptance, its measured
 cost ratio and, for k > 1, the sibling rates its rank analysis predicts) or from one or two
-Prometheus scrapes (`--from-metrics FILE`). The maths is `specviz.core.whatif`.
+Prometheus scrapes (`--from-metrics FILE`). The verify's cost V(n) comes from `--verify-cost` (V(1) = 1, V(2),
+...), from the report (`--from-report`: the curve it measured), or is measured here for a pair (`--preset`, or
+`--draft` and `--target`, on `--device`); without one every verify costs one forward (Thm 3.8's limit), and the
+output says so. The maths is `specviz.core.whatif`.
 """
 from __future__ import annotations
 
@@ -13,6 +16,7 @@ from pathlib import Path
 
 from ..core import whatif
 from ..core.config import DRAFTS_MAX, DRAFTS_MIN, GAMMA_MAX, GAMMA_MIN
+from ..core.verify_cost import check_verify_costs
 
 
 def parse_rates(flag: str, text: str) -> list[float]:
@@ -46,8 +50,10 @@ def curve_from_report(folder: str) -> dict:
         raise ValueError(f"--from-report {folder!r} has no readable report summary.json ({err})") from None
     gamma = max(by_gamma, key=int)
     sibling = (summary.get("rank_analysis") or {}).get("predicted_sibling_acceptance") or []
+    measured = (summary.get("verify_cost") or {}).get("curve")
     return {"per_position": by_gamma[gamma]["per_position_acceptance"], "cost_ratio": by_gamma[gamma].get("cost_ratio_c"),
-            "sibling_rates": sibling, "source": f"report {folder}, γ {gamma} ({by_gamma[gamma]['steps']} steps)"}
+            "sibling_rates": sibling, "source": f"report {folder}, γ {gamma} ({by_gamma[gamma]['steps']} steps)",
+            "verify_costs": measured}
 
 
 def curve_from_metrics(sources: list[str]) -> dict:
@@ -81,10 +87,44 @@ def cost_ratio_from(cost_ratio: float | None, draft_ms: float | None, target_ms:
                      "--target-ms")
 
 
+THM38_LIMIT = "none given: every verify costs one forward (Thm 3.8's limit)"
+
+
+def verify_costs_from(verify_cost: str | None, pair: dict | None, fallback: list | None,
+                      n_max: int) -> tuple[list[float] | None, str]:
+    """(the curve [V(1) = 1, V(2), ...] or None, where it came from): --verify-cost, else measured on the pair named,
+    else the report's."""
+    pair = pair or {}
+    if pair.get("device") and not any(pair.get(k) for k in ("preset", "draft", "target")):
+        raise ValueError("--device says where to measure V(n) on a pair: name it with --preset (or --draft and --target)")
+    if verify_cost is not None and pair:
+        raise ValueError("--verify-cost and --preset/--draft/--target each give the verify's cost: give one")
+    if verify_cost is not None:
+        return check_verify_costs(parse_numbers("--verify-cost", verify_cost), "--verify-cost"), "--verify-cost"
+    if pair:
+        from ..engine.models.loading import load_pair
+        from ..engine.serving.costs import measure_verify_costs
+
+        loaded = load_pair(pair.get("preset"), draft=pair.get("draft"), target=pair.get("target"),
+                           device=pair.get("device"))
+        return measure_verify_costs(loaded, n_max), f"measured here on {loaded.name or 'the pair'} ({loaded.device})"
+    if fallback:
+        return check_verify_costs(fallback, "the report's verify_cost"), "measured in the report"
+    return None, THM38_LIMIT
+
+
+def parse_numbers(flag: str, text: str) -> list[float]:
+    try:
+        return [float(x) for x in str(text).split(",") if x.strip()]
+    except ValueError:
+        raise ValueError(f"{flag} takes comma-separated numbers V(1) = 1, V(2), ... (e.g. 1,1.2,1.35,1.5), "
+                         f"not {text!r}") from None
+
+
 def run_whatif(*, per_position: str | None = None, from_report: str | None = None, from_metrics: list | None = None,
                cost_ratio: float | None = None, draft_ms: float | None = None, target_ms: float | None = None,
                gammas: str = "1,2,3,4,5,6,8", drafts: str = "1", sibling_rates: str | None = None,
-               extra_row_cost: float = 0.0) -> dict:
+               extra_row_cost: float = 0.0, verify_cost: str | None = None, pair: dict | None = None) -> dict:
     if sum(x is not None and x != [] for x in (per_position, from_report, from_metrics)) != 1:
         raise ValueError("whatif takes exactly one curve: --per-position RATES, --from-report DIR or --from-metrics FILE")
     gamma_list = parse_whole_list("--gammas", gammas, GAMMA_MIN, GAMMA_MAX)
@@ -98,21 +138,30 @@ def run_whatif(*, per_position: str | None = None, from_report: str | None = Non
         source = curve_from_metrics(from_metrics)
     c, c_source = cost_ratio_from(cost_ratio, draft_ms, target_ms, source["cost_ratio"])
     siblings = parse_rates("--sibling-rates", sibling_rates) if sibling_rates else source["sibling_rates"]
-    result = whatif.whatif_table(source["per_position"], c, gamma_list, draft_list, siblings, extra_row_cost)
-    return {**result, "curve_source": source["source"], "cost_ratio_source": c_source,
+    curve, v_source = verify_costs_from(verify_cost, pair, source.get("verify_costs"), max(gamma_list) + 1)
+    result = whatif.whatif_table(source["per_position"], c, gamma_list, draft_list, siblings, extra_row_cost, curve)
+    return {**result, "curve_source": source["source"], "cost_ratio_source": c_source, "verify_cost_source": v_source,
             "definition": "acceptance_length: expected tokens per round, the resampled or bonus token included "
-                          "(= tokens per target pass); per_position: accepted at position i / rounds (vLLM's form)"}
+                          "(= tokens per target pass); per_position: accepted at position i / rounds (vLLM's form); "
+                          "verify_cost: V(γ + 1), a target pass over γ + 1 positions / one over one (* where "
+                          "extrapolated past the measured curve); speedup: acceptance_length / (γ c + V(γ + 1)); "
+                          "speedup_thm38: the same with V = 1, the limit where a verify costs one forward"}
 
 
 def whatif_text(result: dict) -> str:
-    lines = [f"curve: {result['curve_source']}; c = {result['cost_ratio_c']:.3f} ({result['cost_ratio_source']})",
-             "gamma  drafts  acceptance_length  tokens/target pass  speedup"]
+    lines = [f"curve: {result['curve_source']}; c = {result['cost_ratio_c']:.3f} ({result['cost_ratio_source']}); "
+             f"verify cost V(n): {result['verify_cost_source']}",
+             "gamma  drafts  acceptance_length  tokens/target pass  V(gamma+1)  speedup  Thm 3.8 (V = 1)"]
     for r in result["table"]:
+        mark = "*" if r["verify_cost_extrapolated"] else " "
         lines.append(f"{r['gamma']:5d}  {r['drafts']:6d}  {r['acceptance_length']:17.3f}  "
-                     f"{r['acceptance_length']:18.3f}  {r['speedup']:7.3f}")
+                     f"{r['acceptance_length']:18.3f}  {r['verify_cost']:9.3f}{mark}  {r['speedup']:7.3f}  "
+                     f"{r['speedup_thm38']:15.3f}")
     b = result["best"]
     lines.append(f"best: gamma {b['gamma']}, drafts {b['drafts']}: x{b['speedup']:.3f} "
-                 f"(acceptance length {b['acceptance_length']:.3f})")
+                 f"(acceptance length {b['acceptance_length']:.3f}; Thm 3.8's limit x{b['speedup_thm38']:.3f})")
+    if any(r["verify_cost_extrapolated"] for r in result["table"]):
+        lines.append("* V extrapolated past the measured curve (core.verify_cost)")
     return "\n".join(lines)
 
 

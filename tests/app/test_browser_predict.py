@@ -1,6 +1,8 @@
 """Predict mode in a real browser: the opening lesson and a live run asked before they are shown, answers right and
 wrong, keys 1-4 and s, #algorithm's one lit line, classroom sizes, a phone, Chinese and Japanese, and T = 0, a KL
-budget, prompt lookup and two drafts each reaching a question whose key the revealed card confirms.
+budget, prompt lookup and two drafts each reaching a question whose key the revealed card confirms; and what a room
+sees: the algorithm beside the card at 1280 x 720 with its lit line in sight, answers that never cover what they
+reveal, no gap above the card, a short sticky bar on a phone, 4.5:1 contrast in dark mode, "show me" in classroom mode.
 
 One server and one chromium for the module (tests/app/conftest.py); each test opens its own context."""
 from __future__ import annotations
@@ -75,6 +77,25 @@ def next_question(page, kind: str | None = None, limit: int = 30) -> None:
         if asked.count() and (kind is None or asked.get_attribute("data-kind") == kind):
             return
     raise AssertionError(f"no {kind} question within {limit} presses")
+
+
+# What a room sees: the measures below read the page's boxes; none shares code with page.css or page.js.
+BOX = "(s) => { const e = document.querySelector(s); if (!e) return null; const r = e.getBoundingClientRect(); " \
+      "return {top: r.top, bottom: r.bottom, left: r.left, right: r.right, height: r.height}; }"
+# true when `selector` lies between the sticky controls and the predict panel (what the panel covers is not seen)
+IN_SIGHT = """(selector) => { const e = document.querySelector(selector); if (!e) return false;
+  const r = e.getBoundingClientRect(), bar = document.querySelector('#controls').getBoundingClientRect();
+  const panel = document.querySelector('#predict-panel').getBoundingClientRect();
+  return r.height > 0 && r.top >= bar.bottom - 1 && r.bottom <= panel.top + 1; }"""
+# the last part of the card shown (what the latest answer revealed), marked so IN_SIGHT can find it
+MARK_LAST_SHOWN = """() => { const parts = [...document.querySelectorAll('#step-card [data-part]')]
+  .filter(e => !e.closest('.sv-hidden') && e.offsetHeight);
+  document.querySelectorAll('[data-last-shown]').forEach(e => e.removeAttribute('data-last-shown'));
+  const last = parts[parts.length - 1]; if (last) last.setAttribute('data-last-shown', '1'); return last ? last.dataset.part : null; }"""
+
+
+def box(page, selector):
+    return page.evaluate(BOX, selector)
 
 
 def test_the_opening_lesson_asks_before_it_shows_and_scores_each_answer(browser, app_url):
@@ -240,8 +261,9 @@ def request_id(settings: dict) -> str:
     ({"temperature": 1, "drafter": "lookup"}, "chance"), ({"temperature": 1, "drafts": 2}, "depth")],
     ids=["greedy", "mentored", "lookup", "two-drafts"])
 def test_each_rule_asks_a_question_the_revealed_card_confirms(browser, app_url, settings, kind):
-    """T = 0, a KL budget, prompt lookup and two drafts: choice A, then the card, now shown, says whether it was right."""
-    ctx, page = open_page(browser, app_url, 1400, 1000, query="")
+    """T = 0, a KL budget, prompt lookup and two drafts: choice A, then the card, now shown, says whether it was right.
+    At 1280 x 720 the card shares its row with #algorithm: two drafts' verdicts stay inside it."""
+    ctx, page = open_page(browser, app_url, 1280, 720, query="")
     try:
         for name, value in settings.items():
             if name == "drafter":
@@ -260,5 +282,123 @@ def test_each_rule_asks_a_question_the_revealed_card_confirms(browser, app_url, 
         result = page.locator("#question").get_attribute("data-result")
         rule = request_id(settings)
         assert (result == "right") == chosen_is_right(page, rule), page.locator("#question").inner_text()
+        if rule == "two-drafts":  # the tries' verdict column is not cut off by the card's edge (nor under #algorithm)
+            right = box(page, "#step-card")["right"]
+            ends = page.evaluate("[...document.querySelectorAll('#step-card tr.try td:last-child')]"
+                                 ".map(e => e.getBoundingClientRect().right)")
+            assert ends and max(ends) <= right + 1, (ends, right)
+    finally:
+        ctx.close()
+
+
+
+@pytest.mark.parametrize("query", ["?predict=1", "?classroom=1&predict=1"])
+def test_at_1280_the_algorithm_sits_beside_the_card_its_lit_line_in_sight(browser, app_url, query):
+    """A 1280 x 720 projector, with or without classroom mode: #algorithm shares the card's row (it used to drop
+    under the card, behind the panel) and its lit line shows between the controls and the panel, asked and answered."""
+    ctx, page = open_page(browser, app_url, 1280, 720, query=query)
+    try:
+        next_question(page, "kept")
+        card, algo = box(page, "#step-card"), box(page, "#algorithm")
+        assert algo["left"] >= card["right"] - 1 and algo["top"] < card["bottom"], (card, algo)  # on its right
+        page.wait_for_function(IN_SIGHT, arg="#algorithm [aria-current=step]", timeout=5000)
+        answer(page, 0)
+        page.wait_for_function(IN_SIGHT, arg="#algorithm [aria-current=step]", timeout=5000)
+    finally:
+        ctx.close()
+
+
+def test_an_answer_never_covers_what_it_reveals(browser, app_url):
+    """Classroom mode at 1280 x 720, the opening lesson's round: after each answer the part of the card it showed
+    (a verdict, the correction) lies above the panel, which grows by the answer's sentence."""
+    ctx, page = open_page(browser, app_url, 1280, 720, query="?classroom=1&predict=1")
+    try:
+        seen = []
+        while True:
+            kind = page.locator("#question").get_attribute("data-kind")
+            if kind not in ("myth", "yield"):
+                answer(page, 0)
+                seen.append(page.evaluate(MARK_LAST_SHOWN))
+                page.wait_for_function(IN_SIGHT, arg="[data-last-shown]", timeout=5000)
+            if page.locator("#question").get_attribute("data-open") != "1" or kind == "source":
+                break
+            next_question(page)
+        assert {"row0.test", "row2.test", "correct"} <= set(seen), seen
+    finally:
+        ctx.close()
+
+
+def test_on_a_phone_nothing_hidden_leaves_a_gap_and_the_summary_comes_under_the_card(browser, app_url):
+    """While the round is asked its summary and lesson note are hidden: they take no room above the card (a gap of
+    about 200 px on a phone), and once the round is answered they show under it, the card where it was."""
+    ctx, page = open_page(browser, app_url, 390, 844, device_scale_factor=2, is_mobile=True, has_touch=True)
+    try:
+        assert box(page, "#step-card")["top"] - box(page, "#what-you-see")["bottom"] < 16
+        next_question(page, "source")
+        top = box(page, "#step-card")["top"]
+        answer(page, 0)
+        expect(page.locator("#round-summary .round-summary")).to_be_visible(timeout=TIMEOUT)
+        assert box(page, "#step-card")["top"] == pytest.approx(top, abs=1)
+        assert box(page, "#round-summary")["top"] >= box(page, "#card-row")["bottom"] - 1
+    finally:
+        ctx.close()
+
+
+def test_on_a_phone_a_status_line_keeps_the_sticky_controls_short(browser, app_url):
+    """Reset's status line goes under the buttons: beside them it stood one word a line, a 209 px sticky bar."""
+    ctx, page = open_page(browser, app_url, 390, 844, device_scale_factor=2, is_mobile=True, has_touch=True)
+    try:
+        page.locator("#reset").click()
+        expect(page.locator("#message")).to_contain_text("Reset", timeout=TIMEOUT)
+        assert box(page, "#controls")["height"] <= 110, box(page, "#controls")
+    finally:
+        ctx.close()
+
+
+CONTRAST = """(selector) => {
+  const rgba = (c) => (c.match(/[\\d.]+/g) || []).map(Number);
+  const lum = (c) => { const f = (x) => { x /= 255; return x <= 0.03928 ? x / 12.92 : ((x + 0.055) / 1.055) ** 2.4; };
+    return 0.2126 * f(c[0]) + 0.7152 * f(c[1]) + 0.0722 * f(c[2]); };
+  const ground = (el) => { const layers = [];
+    for (let a = el; a; a = a.parentElement) { const c = rgba(getComputedStyle(a).backgroundColor);
+      if (c.length && (c[3] ?? 1) > 0) { layers.unshift(c); if ((c[3] ?? 1) >= 1) break; } }
+    return layers.reduce((under, c) => under.map((x, i) => (c[3] ?? 1) * c[i] + (1 - (c[3] ?? 1)) * x), [0, 0, 0]); };
+  const low = [];
+  for (const el of document.querySelectorAll(selector)) {
+    if (!el.offsetParent || ![...el.childNodes].some(n => n.nodeType === 3 && n.textContent.trim())) continue;
+    const fg = rgba(getComputedStyle(el).color), bg = ground(el), a = (fg[3] ?? 1) * parseFloat(getComputedStyle(el).opacity);
+    const ink = fg.slice(0, 3).map((x, i) => a * x + (1 - a) * bg[i]);
+    const [hi, lo] = [lum(ink), lum(bg)].sort((x, y) => y - x), ratio = (hi + 0.05) / (lo + 0.05);
+    if (ratio < 4.5) low.push([ratio.toFixed(2), el.className, el.textContent.trim().slice(0, 30)]);
+  }
+  return low; }"""
+
+
+def test_in_dark_mode_the_panel_and_the_algorithm_read_at_4_5_to_1(browser, app_url):
+    """WCAG AA (4.5:1) for every text of the question, its answered choices and the algorithm, on a dark page (the
+    formula under a chance, muted grey on a dark button, was 4.3:1)."""
+    ctx, page = open_page(browser, app_url, 1280, 720, color_scheme="dark")
+    try:
+        expect(page.locator("body.dark")).to_be_attached(timeout=TIMEOUT)
+        next_question(page, "chance")
+        answer(page, 0)
+        assert page.evaluate(CONTRAST, "#predict-panel *, #algorithm *") == []
+    finally:
+        ctx.close()
+
+
+def test_in_classroom_mode_show_me_brings_out_the_hidden_drafter_switch(browser, app_url):
+    """Classroom mode hides the settings; the misconception about the draft's family points at the drafter switch
+    there: it shows the settings (until the next Step) with the switch under the controls."""
+    ctx, page = open_page(browser, app_url, 1280, 720, query="?classroom=1&predict=1")
+    try:
+        page.locator("#myths").get_by_text("Five misconceptions").click()
+        myth = page.locator('#myths .myth[data-myth="family"]')
+        myth.locator('.myth-choice[data-right="0"]').first.click()
+        myth.locator(".myth-see").click()
+        expect(page.locator("#drafter")).to_be_in_viewport(timeout=TIMEOUT)
+        assert box(page, "#drafter")["top"] >= box(page, "#controls")["bottom"] - 1
+        page.locator("#step").click()
+        expect(page.locator("#settings")).to_be_hidden(timeout=TIMEOUT)
     finally:
         ctx.close()

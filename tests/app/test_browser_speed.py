@@ -31,6 +31,7 @@ pytestmark = [pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="needs Debi
 def serve() -> tuple[subprocess.Popen, str]:
     port = free_port()
     env = {**os.environ, "GRADIO_SERVER_PORT": str(port), "GRADIO_ANALYTICS_ENABLED": "False"}
+    env.pop("SPECVIZ_QUIET_WAIT_MS", None)  # the page as a visitor's runs: the default quiet wait (tests/conftest.py)
     server = subprocess.Popen([sys.executable, "app.py"], cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
                               stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}/"

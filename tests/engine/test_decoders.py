@@ -24,9 +24,11 @@ def test_greedy_speculative_equals_target_only_and_hf_generate(pair, gamma):
 
 
 WARPINGS = [{}, {"top_k": 20}, {"top_p": 0.8, "temperature": 0.8}]
+# end to end, the plain warping in the fast tier; the truncating ones are slow (their law: the bulk test, every tier)
+END_TO_END = [WARPINGS[0], *(pytest.param(w, marks=pytest.mark.slow) for w in WARPINGS[1:])]
 
 
-@pytest.mark.parametrize("warping", WARPINGS)
+@pytest.mark.parametrize("warping", END_TO_END)
 def test_first_sampled_token_follows_the_warped_target(pair, warping):
     """The plumbing: RUNS = 400 seeded one-step decoder runs (gamma = 2) per warping; chi-square p > 1e-3 against the
     target's warped next-token distribution, computed by a plain forward pass (power: tests/engine/first_token.py)."""
@@ -75,6 +77,7 @@ def test_same_seed_same_trace_whatever_runs_in_between(pair):
     assert a.generated_ids == b.generated_ids
 
 
+@pytest.mark.slow  # a long statistical test: 1,200 tokens decoded
 def test_tokens_per_target_call_agree_with_theory(pair):
     """About 300 steps at gamma = 4 (6 seeded runs of 200 tokens): tokens per target call is within
     10% of (1 - a^5) / (1 - a) for the pooled acceptance rate a (the formula assumes i.i.d.

@@ -27,25 +27,29 @@ def rounds(gamma: int, accepted: list[int]) -> list[Rec]:
 
 
 class StandIn:
-    """What the panels read of a ComparedRun: metrics(), traces, timings()."""
+    """What the panels read of a ComparedRun: metrics(), traces, timings(), verify_costs()."""
 
-    def __init__(self, metrics: dict, records: list):
-        self._metrics, self._records = metrics, records
+    def __init__(self, metrics: dict, records: list, verify_costs: list[float] | None = None):
+        self._metrics, self._records, self._verify_costs = metrics, records, verify_costs
         self.traces = list(records)  # non-empty: the session counts it as stepped
 
     def metrics(self) -> dict:
         return self._metrics
+
+    def verify_costs(self):
+        return self._verify_costs
 
     def timings(self):
         return list(self._records), []
 
 
 def table_rows(page: str) -> list[tuple]:
-    """(gamma, k, length, tokens per pass, speedup, best?) of each table row."""
+    """(gamma, k, length, tokens per pass, speedup, best?, V(γ + 1), Thm 3.8's speedup) of each table row."""
     out = []
     for attrs, cells in re.findall(r"<tr( class=best)?><td>(.*?)</tr>", page):
         values = re.findall(r"[\d.]+", cells.replace("</td><td>", " "))
-        out.append((int(values[0]), int(values[1]), float(values[2]), float(values[3]), float(values[4]), bool(attrs)))
+        out.append((int(values[0]), int(values[1]), float(values[2]), float(values[3]), float(values[5]), bool(attrs),
+                    float(values[4]), float(values[6])))
     return out
 
 
@@ -67,7 +71,7 @@ def test_the_table_of_a_run_matches_the_formulas_and_marks_the_best():
     rows = table_rows(page)
     assert [r[0] for r in rows] == [1, 2, 3, 5, 8]
     speedups = {}
-    for gamma, k, length, tokens, speedup, _ in rows:
+    for gamma, k, length, tokens, speedup, *_ in rows:
         assert k == 1 and length == pytest.approx(by_hand(gamma), abs=5e-4) and tokens == length
         speedups[gamma] = by_hand(gamma) / (gamma * 0.2 + 1)
         assert speedup == pytest.approx(speedups[gamma], abs=5e-3)
@@ -75,6 +79,29 @@ def test_the_table_of_a_run_matches_the_formulas_and_marks_the_best():
     assert [r[0] for r in rows if r[5]] == [best] and "★" in page
     assert "measured in this run" in page and "0.200" in page
     assert figure.data[-1].x == (best,)  # the starred point
+
+
+PLANTED_V = [1.0, 1.1, 1.3, 1.45, 1.6, 1.8]  # V(1)..V(6), a CPU-like verify-cost curve
+
+
+def test_the_pairs_measured_verify_costs_price_each_row_and_thm_3_8_stays_beside():
+    """L / (γc + V(γ + 1)) by hand with the planted curve (V(9) extrapolated from its upper half: 1.8 + 3 × 0.5 / 3),
+    and Thm 3.8's L / (γc + 1) in its own column."""
+    session = Session()
+    session.run = StandIn({"steps": 12, "gamma": 3, "per_position_acceptance": CURVE, "cost_ratio_c": 0.2,
+                           "warming_up": False}, rounds(3, [3] * 12), verify_costs=PLANTED_V)
+    page, figure, _, _ = debug_panels_view(session, "", "", "1,2,3,5,8", "1", "en")
+    by_gamma = {r[0]: r for r in table_rows(page)}
+    planted = {1: 1.1, 2: 1.3, 3: 1.45, 5: 1.8, 8: 1.8 + 3 * (1.8 - 1.3) / 3}
+    for gamma, v in planted.items():
+        _, _, length, _, speedup, _, shown_v, thm38 = by_gamma[gamma]
+        assert shown_v == pytest.approx(v, abs=5e-3)
+        assert speedup == pytest.approx(by_hand(gamma) / (gamma * 0.2 + v), abs=5e-3)
+        assert thm38 == pytest.approx(by_hand(gamma) / (gamma * 0.2 + 1), abs=5e-3)
+    best = max(planted, key=lambda g: by_hand(g) / (g * 0.2 + planted[g]))
+    assert [g for g, r in by_gamma.items() if r[5]] == [best] == [2]  # Thm 3.8 (V = 1) would star γ 3
+    assert "measured on this pair here: 1.00, 1.10, 1.30, 1.45, 1.60, 1.80" in page and "2.30*" in page
+    assert any("Thm 3.8" in (trace.name or "") for trace in figure.data)
 
 
 def test_a_typed_curve_and_cost_replace_the_run():

@@ -33,3 +33,13 @@ def test_a_cooler_temperature_that_helps_is_suggested():
 def test_a_hotter_temperature_is_never_suggested():
     text = diagnosis_text(analysis(), None, sweep([0.7, 0.75, 0.8, 0.9, 0.95]), 1.0)
     assert "instead of" not in text
+
+
+def test_the_prediction_with_the_measured_verify_cost_is_said_and_the_gap_names_the_rounds_host_work():
+    best = {**BEST, "predicted": 1, "predicted_speedup": 1.15, "predicted_speedup_at_measured": 1.15,
+            "round_host_share": 0.104}
+    text = diagnosis_text(analysis(), best, None, 1.0)
+    assert "taking a verify to cost one forward" in text
+    assert "With the verify's measured cost (a target pass over γ + 1 positions) the prediction is ×1.15 there" in text
+    assert "best γ 1 (×1.15)" in text and "bookkeeping: 10% of a round here" in text
+    assert "bookkeeping: " not in diagnosis_text(analysis(), {**best, "predicted_speedup_at_measured": 1.0}, None, 1.0)

@@ -238,3 +238,13 @@ def test_the_panel_speaks_the_pages_language(rounds, lang, word):
     predict.shown("run", exact_round(rounds))
     html = panel_html(predict, lang)
     assert word in html and "right this run" not in html and "Question" not in html
+
+
+def test_only_the_correction_lights_the_correction_lines(rounds):
+    """The else (residual) and bonus lines of #algorithm say where the round's last token comes from, which predict
+    mode asks after the tests: no part shown before the correction may light them (the 'not examined' row did)."""
+    for traces in rounds.values():
+        for trace in traces:
+            card = render.step_card(trace)
+            for tag in re.findall(r'<[^>]*data-line="(?:reject|bonus)"[^>]*>', card):
+                assert 'data-part="correct"' in tag, tag

@@ -71,6 +71,7 @@ def test_run_bench_times_the_twins_beside_the_pair(monkeypatch, tmp_path):
         assert result[key] > 0, key
 
 
+@pytest.mark.slow  # the bench times 23 Steps
 def test_the_live_counters_are_read_after_the_asked_steps_even_past_max_new_tokens(pair):
     """bench compares the page's counters with its own figure after LIVE_STEPS Steps: the run behind them
     is lengthened to hold that many rounds (here 3 rounds of up to 5 tokens against max_new_tokens 4), and

@@ -33,6 +33,7 @@ def test_the_feature_draft_starts_from_the_targets_last_layer_and_reads_features
     assert draft.feature_fc.in_features == 2 * target.config.hidden_size
 
 
+@pytest.mark.slow  # training steps
 def test_a_few_steps_on_one_batch_lower_the_loss_at_both_unrolled_levels(target):
     """Two sequences of the target's own text (its features and top-8 at T = 1, computed here), 15 AdamW
     steps: the loss and the top-k overlap at levels 1 and 2 must improve."""

@@ -63,6 +63,21 @@ def test_report_writes_summary_traces_and_a_self_contained_page(tmp_path):
         assert forms["alpha_pooled"] == pytest.approx(sum(r.n_accepted for r in mine) / sum(r.n_examined for r in mine))
     assert "acceptance_rate" in summary["definitions"] and summary["conventions"]
     assert summary["whatif"]["table"][0]["gamma"] == 1
+    # the verify's measured cost: V(1..9) timed between the runs, in every prediction, Thm 3.8's beside it
+    curve = summary["verify_cost"]["curve"]
+    assert len(curve) == 9 and curve[0] == 1.0 and len(summary["verify_cost"]["target_pass_ms"]) == 9
+    assert summary["verify_cost"]["timed_passes_per_n"] >= 24
+    for gamma in (3, 1):
+        m = summary["by_gamma"][str(gamma)]
+        a, c, v = m["acceptance_rate"], m["cost_ratio_c"], curve[gamma]
+        assert m["verify_cost"] == v
+        assert m["predicted_speedup"] == pytest.approx(sum(a ** k for k in range(gamma + 1)) / (gamma * c + v))
+        assert m["predicted_speedup_thm38"] == pytest.approx(sum(a ** k for k in range(gamma + 1)) / (gamma * c + 1))
+    a, c = best["alpha"], best["cost_ratio_c"]
+    by_hand = {g: sum(a ** k for k in range(g + 1)) / (g * c + curve[g]) for g in range(1, 9)}
+    assert best["predicted"] == max(by_hand, key=by_hand.get) and best["predicted_curve"] == pytest.approx(
+        list(by_hand.values()))
+    assert summary["whatif"]["verify_costs"] == curve
     page = (tmp_path / "r" / "report.html").read_text()
     for div in ("per-request-histogram", "pooled-per-request", "conventions", "whatif"):
         assert f"id='{div}'" in page or f'id="{div}"' in page

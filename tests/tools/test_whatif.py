@@ -25,10 +25,48 @@ def test_json_table_rows_and_best(capsys):
     out = run_json(capsys, "--per-position", "0.9,0.75,0.6", "--cost-ratio", "0.1", "--gammas", "1,2,3,6",
                    "--drafts", "1,2", "--sibling-rates", "0.3")
     assert [(r["gamma"], r["drafts"]) for r in out["table"]] == [(g, k) for k in (1, 2) for g in (1, 2, 3, 6)]
-    assert all(set(r) == {"gamma", "drafts", "acceptance_length", "speedup"} for r in out["table"])
+    assert all(set(r) == {"gamma", "drafts", "acceptance_length", "speedup", "speedup_thm38", "verify_cost",
+                          "verify_cost_extrapolated"} for r in out["table"])
     first = out["table"][2]  # gamma 3, one draft: 1 + 0.9 + 0.75 + 0.6, over 3 c + 1
     assert first["acceptance_length"] == pytest.approx(3.25) and first["speedup"] == pytest.approx(3.25 / 1.3)
     assert out["best"] == max(out["table"], key=lambda r: r["speedup"])
+
+
+def test_a_verify_cost_list_prices_each_round_and_thm_3_8_stays_beside(capsys):
+    """γ 3 at 1 + 0.9 + 0.75 + 0.6 = 3.25 tokens: over 3 × 0.1 + V(4) = 1.3 + 0.45 with the list, over 1.3 by Thm 3.8;
+    γ 5 is past the list's V(4): 1.45 + 2 × (1.45 - 1.2) / 2 on the line through its upper half."""
+    out = run_json(capsys, "--per-position", "0.9,0.75,0.6", "--cost-ratio", "0.1", "--gammas", "3,5",
+                   "--verify-cost", "1,1.2,1.3,1.45")
+    three, five = out["table"]
+    assert three["verify_cost"] == pytest.approx(1.45) and not three["verify_cost_extrapolated"]
+    assert three["speedup"] == pytest.approx(3.25 / 1.75) and three["speedup_thm38"] == pytest.approx(3.25 / 1.3)
+    assert five["verify_cost"] == pytest.approx(1.7) and five["verify_cost_extrapolated"]
+    assert out["verify_cost_source"] == "--verify-cost" and out["verify_costs"] == [1, 1.2, 1.3, 1.45]
+
+
+def test_without_a_verify_cost_the_output_says_it_is_thm_3_8s_limit(capsys):
+    out = run_json(capsys, "--per-position", "0.8", "--cost-ratio", "0.1", "--gammas", "2")
+    assert "Thm 3.8's limit" in out["verify_cost_source"] and out["table"][0]["verify_cost"] == 1.0
+    assert main(["whatif", "--per-position", "0.8", "--cost-ratio", "0.1", "--gammas", "2"]) == 0
+    assert "verify cost V(n): none given" in capsys.readouterr().out
+
+
+def test_a_report_folder_gives_its_measured_verify_curve(capsys, tmp_path):
+    summary = {"by_gamma": {"2": {"per_position_acceptance": [0.8, 0.6], "cost_ratio_c": 0.1, "steps": 40}},
+               "verify_cost": {"curve": [1.0, 1.3, 1.6]}}
+    (tmp_path / "summary.json").write_text(json.dumps(summary), encoding="utf-8")
+    out = run_json(capsys, "--from-report", str(tmp_path), "--gammas", "2")
+    assert out["verify_cost_source"] == "measured in the report"
+    assert out["table"][0]["speedup"] == pytest.approx(2.4 / (0.2 + 1.6))
+
+
+def test_a_preset_measures_its_verify_curve_here(capsys):
+    out = run_json(capsys, "--per-position", "0.8", "--cost-ratio", "0.1", "--gammas", "1,2", "--preset",
+                   "shakespeare", "--device", "cpu")
+    curve = out["verify_costs"]
+    assert len(curve) == 3 and curve[0] == 1.0 and all(v > 0 for v in curve)
+    assert out["verify_cost_source"].startswith("measured here on shakespeare (cpu)")
+    assert out["table"][1]["verify_cost"] == curve[2]
 
 
 def test_two_measured_call_times_give_the_cost_ratio(capsys):
@@ -58,6 +96,13 @@ def test_from_metrics_reads_vllm_per_position_counters(capsys, tmp_path):
     (["--per-position", "0.9", "--draft-ms", "2"], "--target-ms"),
     (["--cost-ratio", "0.1"], "--per-position"),
     (["--from-report", "/nonexistent", "--cost-ratio", "0.1"], "--from-report"),
+    (["--per-position", "0.9", "--cost-ratio", "0.1", "--verify-cost", "1.2,1.4"], "--verify-cost"),
+    (["--per-position", "0.9", "--cost-ratio", "0.1", "--verify-cost", "1,x"], "--verify-cost"),
+    (["--per-position", "0.9", "--cost-ratio", "0.1", "--verify-cost", "1"], "--verify-cost"),
+    (["--per-position", "0.9", "--cost-ratio", "0.1", "--verify-cost", "1,0"], "--verify-cost"),
+    (["--per-position", "0.9", "--cost-ratio", "0.1", "--device", "cpu"], "--preset"),
+    (["--per-position", "0.9", "--cost-ratio", "0.1", "--verify-cost", "1,1.2", "--preset", "shakespeare"],
+     "--verify-cost"),
 ])
 def test_bad_input_is_one_error_line_naming_the_setting(capsys, args, flag):
     assert main(["whatif", *args]) == 2
@@ -77,6 +122,7 @@ def full_round_lengths(pair, gamma: int, seeds: range) -> tuple[list[float], lis
     return [r.n_accepted + 1 for r in records], records
 
 
+@pytest.mark.slow  # a long statistical test: decoding runs at two gammas
 def test_a_gamma_4_run_predicts_the_gamma_2_acceptance_length_within_three_standard_errors(pair):
     # gamma 4: 6 seeds x 3 prompts (about 300 rounds), gamma 2: 3 other seeds x 3 prompts (about 220 rounds). Both
     # sides are samples: the prediction's error is estimated from the gamma 4 rounds cut at 2 drafts

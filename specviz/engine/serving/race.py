@@ -12,7 +12,8 @@ forwards, nor the waits for the clock. A target-only token is ready after its fo
 tokens together after the round. The page replays both lanes on one clock. Both clocks start after the
 prompt's prefill (one prefill: the target-only side starts from a copy of its cache), as the live counters do.
 
-Before the lanes start the race's time is predicted from the pair's measured per-forward costs (costs.py):
+Before the lanes start the race's time is predicted from the pair's measured per-forward costs (costs.py; a
+round shape never timed is priced from the pair's verify-cost curve, and planned again after the first slice):
 one predicted past the event's deadline is capped to the tokens that fit, and one predicted long takes a
 heavy slot. A race the deadline stops anyway ends between two forwards and shows what both lanes decoded.
 """
@@ -183,8 +184,10 @@ def _book(pair, config, spec: _Side, base: _Side) -> None:
 
 def _lanes(pair, config, spec: _Side, base: _Side, speculative_first: bool, predicted):
     """The slices until both sides end: (each slice's speed-up or None, the deadline that stopped them or 0, the
-    prediction). With no costs measured before, the first slice measures them and the race is planned after it."""
-    slices, planned, holding = [], predicted is not None, False
+    prediction). With no costs measured before, or only the verify-cost curve's price of this round shape, the first
+    slice measures them and the race is planned again after it."""
+    measured = costs.COSTS.costs(costs.pair_key(pair), costs.round_key(config))
+    slices, planned, holding = [], predicted is not None and not measured.verify_from_curve, False
     with contextlib.ExitStack() as heavy:
         try:
             while not (spec.done and base.done):

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from ...core.config import DecodeConfig
 from ...core.metrics import metric_set
 from ...core.trace import StepTrace
-from .. import memory
+from .. import limits, memory
 from ..decoding.decoders import DecoderState, DecodingFinished, SpeculativeDecoder, TargetOnlyDecoder, check_prompt
 from ..decoding.factory import make_decoder
 from ..models.loading import ModelPair, is_cached, load_pair, on_evict
@@ -187,8 +187,10 @@ class ComparedRun:
         self.key = self._warm.key()
         self.spec = self.base = None
         self._booked_calls = 0  # baseline forwards already in the cost book
+        self.pair_key = None    # the pair's key in the cost book (None on ZeroGPU: the pair lives in the worker)
         if not self.stateless:  # load and prefill now: a bad prompt or pair fails before the first step
             pair = settings.load()
+            self.pair_key = costs.pair_key(pair)
             self.spec, self.base = _decoders(pair, settings, None)
             kind = self.spec.cache_kind  # both models': "draft: static, target: cuda graphs" when they differ
             self.device = str(pair.device) + {"dynamic": "", "cuda graphs": " · CUDA graphs"}.get(kind, f" · {kind}")
@@ -295,6 +297,25 @@ class ComparedRun:
         self._booked_calls = len(base.call_s)
         costs.COSTS.record(costs.pair_key(spec.pair), costs.round_key(self.config), target_s=calls,
                            rounds=spec.records[-1:])
+
+    def verify_costs(self) -> list[float] | None:
+        """The pair's verify-cost curve [V(1) = 1, V(2), ...] from the cost book (None: never measured here)."""
+        return costs.COSTS.verify_curve(self.pair_key) if self.pair_key else None
+
+    def measure_verify_costs(self) -> float:
+        """Measure the pair's verify-cost curve where the book has none (once per pair and process, every n's passes
+        holding the fair clock; the event's deadline checked between them); the seconds it took (0: nothing done, or
+        the deadline came first: a later Step measures it)."""
+        spec = self.spec
+        if self.stateless or spec is None or self.verify_costs() is not None:
+            return 0.0
+        start = time.perf_counter()
+        before_timed_forwards(spec.pair.device)
+        try:
+            costs.pair_verify_costs(spec.pair, hold=lambda: TIMED)
+        except limits.EventTimeout:
+            return 0.0
+        return time.perf_counter() - start
 
     def metrics(self) -> dict:
         spec, base = self._states()

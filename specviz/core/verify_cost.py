@@ -1,0 +1,54 @@
+"""A verify's measured cost: the curve V(n) = one target pass over n new positions / one pass over one.
+
+Leviathan et al.'s Thm 3.8 prices a round's target pass over gamma + 1 positions as one forward. That holds
+where a forward is bound by reading the weights with rows to spare (a large GPU); on a CPU the extra rows cost
+arithmetic, and the bundled pair's target measured V(5) ≈ 1.5 (docs/benchmarks.md). The curve is measured for a
+pair on its device by `engine.serving.costs.measure_verify_costs` and handed around as a list
+[V(1) = 1, V(2), ..., V(n_max)]: element n - 1 is V(n).
+
+Beyond the measured n the curve goes on as a straight line with the slope of its upper half (a pass over many
+positions is compute-bound, so its cost grows about linearly with n): `verify_cost_at` says which values were
+measured and which extrapolated.
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+
+def check_verify_costs(values: Sequence[float], name: str = "verify_costs") -> list[float]:
+    """[V(1), V(2), ...]: at least two numbers, all finite and > 0, the first exactly 1 (each is relative to it)."""
+    try:
+        out = [float(v) for v in values]
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} takes numbers V(1) = 1, V(2), V(3), ... (a target pass over n positions relative "
+                         f"to one over one), not {values!r}") from None
+    if len(out) < 2:
+        raise ValueError(f"{name} needs V(1) = 1 and at least V(2), e.g. 1,1.1,1.2; got {len(out)} value(s)")
+    for n, v in enumerate(out, 1):
+        if not (math.isfinite(v) and v > 0):
+            raise ValueError(f"{name}: V({n}) must be a number > 0, not {v!r}")
+    if out[0] != 1.0:
+        raise ValueError(f"{name} starts at V(1) = 1 (each value is a pass over n positions relative to a pass "
+                         f"over one), not {out[0]:g}")
+    return out
+
+
+def verify_cost_at(curve: Sequence[float], n: int) -> float:
+    """V(n): the curve's own value where it was measured, else the straight line through its upper half's ends."""
+    if int(n) != n or n < 1:
+        raise ValueError(f"a target pass covers a whole number of positions >= 1, not {n!r}")
+    n = int(n)
+    if n <= len(curve):
+        return float(curve[n - 1])
+    last = len(curve)
+    start = max(1, last // 2)  # the upper half: compute-bound passes, where the cost grows linearly
+    slope = max(0.0, (curve[last - 1] - curve[start - 1]) / (last - start)) if last > start else 0.0
+    return float(curve[last - 1] + slope * (n - last))
+
+
+def round_cost(gamma: int, c: float, curve: Sequence[float], drafts: int = 1) -> float:
+    """What a round costs in one-token target passes: gamma draft forwards of c and one target pass over the
+    round's positions (gamma + 1 with one draft; k chains verified as k rows of gamma + 1: about k (gamma + 1)
+    positions' work, as `decoding.tree_decoder` runs them)."""
+    return gamma * c + verify_cost_at(curve, drafts * (gamma + 1))
