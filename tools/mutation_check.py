@@ -63,14 +63,17 @@ FAULTS = [
           "if True:"),
     # the engine's plumbing: what reaches the decision from real models (caught end to end, or not at all)
     Fault("the round judges each draft by the q of the position before", "specviz/engine/decoding/decoders.py",
-          "q = drafted.q(target_probs)                                                # [k, V]",
+          "q = drafted.q(target_probs)                                                             # [k, V]",
           "q = drafted.q(target_probs).roll(1, 0)"),
-    Fault("the accept test reuses the uniforms that drew the drafts", "specviz/engine/decoding/decoders.py",
-          "rnd = sampling.verify_round(target_probs, q, drafted.tokens, uniforms[gamma: gamma + k + 1],",
-          "rnd = sampling.verify_round(target_probs, q, drafted.tokens, uniforms[0: k + 1],"),
+    # the draft loop draws from a copy of the generator's state and leaves the generator where it was, so the
+    # verify region's accept uniforms and race keys are the very numbers that drew the drafts
+    Fault("the accept test reuses the uniforms that drew the drafts", "specviz/engine/decoding/model_draft.py",
+          "uniforms = torch.rand(gamma, self.pair.vocab_size, generator=self.generator, device=rows.device,",
+          "uniforms = torch.rand(gamma, self.pair.vocab_size, generator=self.generator.clone_state(), "
+          "device=rows.device,"),
     Fault("the draft model draws from another law than the q it reports", "specviz/engine/decoding/model_draft.py",
-          "token = sampling.sample_from_uniforms(probs, context.uniforms[i]).clamp_min(0)  # 0-d long",
-          "token = sampling.sample_from_uniforms(probs * probs, context.uniforms[i]).clamp_min(0)"),
+          "inputs = sampling.race(probs, keys, checked=False)                         # [1] long: the next input",
+          "inputs = sampling.race(probs * probs, keys, checked=False)"),
 ]
 
 

@@ -1,4 +1,4 @@
-"""`python -m specviz gpucheck [--json]`: everything a lent GPU should answer, in one table, in minutes.
+"""`python -m specviz gpucheck [--json] [--cpu]`: everything a lent GPU should answer, in one table, in minutes.
 
 Rows, each under its own time cap within a total budget (6 minutes by default; a row that would start past
 it is "not run: time budget"):
@@ -153,32 +153,65 @@ def run_gpucheck(budget_s: float = BUDGET_S, rows=ROWS) -> dict:
     return {"rows": out, "total_s": round(time.perf_counter() - start, 1)}
 
 
+def _flat(figures: dict, prefix: str = "") -> dict:
+    """Nested figures (the round row's, per kind of step) as one level: 'round_traces_on.host_reads'."""
+    out = {}
+    for key, value in figures.items():
+        out.update(_flat(value, f"{prefix}{key}.") if isinstance(value, dict) else {f"{prefix}{key}": value})
+    return out
+
+
 def table(result: dict) -> str:
     """One plain-text table: check, status, seconds, figures."""
     lines = [f"{'check':<24} {'status':<26} {'s':>6}  figures", "-" * 100]
     for row in result["rows"]:
-        figures = ", ".join(f"{k} {v}" for k, v in row["figures"].items())
+        figures = ", ".join(f"{k} {v}" for k, v in _flat(row["figures"]).items())
         lines.append(f"{row['check']:<24} {row['status']:<26} {row['seconds']:>6}  {figures}")
     lines.append(f"total {result['total_s']} s")
     return "\n".join(lines)
 
 
+CPU_ROWS = (("round", 120, lambda t: row_round(t, device="cpu")),)
+
+
+def regions_gain(rows: list[dict]) -> float | None:
+    """The speed-up with the round's two regions over the speed-up without them (each forward a graph, the decision
+    eager): `bench graphs` over `bench forwards`, when both ran."""
+    speedups = {row["check"]: row["figures"].get("speedup_vs_target_only") for row in rows}
+    with_regions, without = speedups.get("bench graphs"), speedups.get("bench forwards")
+    return round(with_regions / without, 3) if with_regions and without else None
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m specviz gpucheck",
-                                 description="the CUDA checks a lent GPU should answer, in one table")
+                                 description="the CUDA checks a lent GPU should answer, in one table: the tests, the "
+                                             "rewind chi-square, the round's counts (kernel launches outside graphs "
+                                             "and graph replays per round and per step, host reads, operations "
+                                             "outside the two regions, torch calls), bench with the round's regions, "
+                                             "with per-forward graphs and eager (the speed-up with and without the "
+                                             "regions), lookup, random-weights costs")
     ap.add_argument("--json", action="store_true", help="print JSON instead of the table")
     ap.add_argument("--budget-s", type=float, default=BUDGET_S,
                     help=f"total seconds for every row (default {BUDGET_S}; 30 to 3600)")
+    ap.add_argument("--cpu", action="store_true",
+                    help="without CUDA: run only the round row on the CPU (its CUDA-only figures say 'no CUDA')")
     args = ap.parse_args(argv)
     if not 30 <= args.budget_s <= 3600:
         print(f"error: --budget-s must be between 30 and 3600 seconds, got {args.budget_s}", file=sys.stderr)
         return 2
     import torch
 
-    if not torch.cuda.is_available():
-        print("error: gpucheck needs a CUDA device and torch sees none (torch.cuda.is_available() is False)",
-              file=sys.stderr)
+    if args.cpu:
+        result = {"device": "cpu", "torch": torch.__version__, **run_gpucheck(args.budget_s, CPU_ROWS)}
+    elif not torch.cuda.is_available():
+        print("error: gpucheck needs a CUDA device and torch sees none (torch.cuda.is_available() is False); "
+              "--cpu runs the round's counts on the CPU", file=sys.stderr)
         return 2
-    result = {"device": torch.cuda.get_device_name(0), "torch": torch.__version__, **run_gpucheck(args.budget_s)}
-    print(json.dumps(result) if args.json else f"{result['device']}, torch {result['torch']}\n{table(result)}")
+    else:
+        result = {"device": torch.cuda.get_device_name(0), "torch": torch.__version__, **run_gpucheck(args.budget_s)}
+        result["speedup_regions_over_forwards"] = regions_gain(result["rows"])
+    text = table(result)
+    if result.get("speedup_regions_over_forwards") is not None:
+        text += f"\nspeed-up with the round's regions over without: x{result['speedup_regions_over_forwards']}"
+    print(json.dumps(result) if args.json else f"{result['device']}, torch {result['torch']}\n{text}")
     return 0 if all(row["status"] == "ok" for row in result["rows"]) else 1

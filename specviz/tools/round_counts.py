@@ -75,8 +75,9 @@ def per_step(make, steps: int, cuda: bool) -> dict:
 
 
 def round_counts(device: str, steps: int = 10, gamma: int = 4) -> dict:
-    """The counts of a speculative round (traces on and off) and of a target-only step on the bundled pair, as the
-    decoders run there by default (on CUDA: the static cache, the round's regions recorded as graphs)."""
+    """The counts of a speculative round (traces on and off) and of a target-only step on the bundled pair, on the
+    static cache (the path a GPU runs; on CUDA its round's regions are recorded as graphs, elsewhere they run
+    eagerly, the same code)."""
     pair = load_pair("shakespeare", device=device)
     cuda = torch.device(pair.device).type == "cuda"
     tokens = (steps + 1) * (gamma + 1)
@@ -84,7 +85,8 @@ def round_counts(device: str, steps: int = 10, gamma: int = 4) -> dict:
 
     def speculative(record: bool):
         def make():
-            decoder = make_decoder(pair, PROMPT, DecodeConfig(gamma=gamma, max_new_tokens=tokens, seed=0, record=record))
+            config = DecodeConfig(gamma=gamma, max_new_tokens=tokens, seed=0, record=record)
+            decoder = make_decoder(pair, PROMPT, config, static_cache=True)
             decoder.step()  # a run's first read also learns the pack's layout
             made.append(decoder)
             return decoder
@@ -92,7 +94,8 @@ def round_counts(device: str, steps: int = 10, gamma: int = 4) -> dict:
 
     for record in (True, False):
         figures[f"round_traces_{'on' if record else 'off'}"] = per_step(speculative(record), steps, cuda)
-    figures["target_only_step"] = per_step(lambda: TargetOnlyDecoder(pair, PROMPT, DecodeConfig(max_new_tokens=tokens)),
+    figures["target_only_step"] = per_step(lambda: TargetOnlyDecoder(pair, PROMPT, DecodeConfig(max_new_tokens=tokens),
+                                                                     static_cache=True),
                                            steps, cuda)
     figures["cache"], figures["regions"] = made[-1].cache_kind, made[-1].regions_off or "recorded"
     return figures

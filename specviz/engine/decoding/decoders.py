@@ -167,8 +167,6 @@ class SpeculativeDecoder(Decoder):
 
     def _capture_regions(self) -> str:
         """On CUDA with graphs: record the draft loop and the verify region (`round_regions`); why not, or ''."""
-        if self.target.static is None or not self.target.static.graphs:
-            return self.graphs_off or "the static cache with CUDA graphs is off"
         if not settings.current().cuda_graph_regions:
             return "SPECVIZ_CUDA_GRAPHS=forwards"
         if self.config.kl_budget > 0:
