@@ -8,11 +8,12 @@ the target keeps such a token, a_i = keep(s_i) (SpecDec++'s acceptance predictio
 "SpecDec++: Boosting Speculative Decoding via Adaptive Candidate Lengths", 2024, as a table instead of a trained
 head). Then, with P_k = a_1 ... a_k the predicted chance every drafted token so far is kept, E = 1 + P_1 + ... +
 P_k the round's expected tokens and C = k c + V(k + 1) its cost in one-token target passes (c a draft forward,
-V(n) a target pass over n positions: `core.verify_cost`), drafting on to n > k tokens, each kept with chance a_k
-like the last, adds G = P_k (a_k + ... + a_k^(n-k)) tokens for D = (n - k) c + V(n + 1) - V(k + 1). It raises the
-round's tokens per unit of time when (E + G) / (C + D) > E / C, that is when
+V(n) a target pass over n positions: `core.verify_cost`), drafting on to n > k tokens, each further token kept
+with chance a (the table's mean: what a token of this draft is kept with before its confidence is known), adds
+G = P_k (a + ... + a^(n-k)) tokens for D = (n - k) c + V(n + 1) - V(k + 1). It raises the round's tokens per unit
+of time when (E + G) / (C + D) > E / C, that is when
 
-    P_k > tau_k = min over n of  E D / (C (a_k + ... + a_k^(n-k)))
+    P_k > tau_k = min over n of  E D / (C (a + ... + a^(n-k)))
 
 SpecDec++'s threshold policy (stop when the predicted chance of a rejection passes a threshold), with the
 threshold set by the costs rather than tuned.
@@ -162,10 +163,11 @@ class DraftLengthRule:
         """C(k) = k c + V(k + 1): a round of k drafts, in one-token target passes."""
         return k * self.draft_cost + verify_cost_at(self.verify_costs, k + 1)
 
-    def needed(self, keep: Sequence[float]) -> float:
-        """tau_k after k = len(keep) drafted tokens kept with chances `keep` (the module's formula): the least
-        survival P_k at which drafting on raises the round's expected tokens per unit of time (inf: never)."""
-        k, a = len(keep), keep[-1]
+    def needed(self, keep: Sequence[float], prior: float) -> float:
+        """tau_k after k = len(keep) drafted tokens kept with chances `keep`, further ones with chance `prior` (the
+        module's formula): the least survival P_k at which drafting on raises the round's expected tokens per unit
+        of time (inf: never)."""
+        k, a = len(keep), prior
         survival, expected = 1.0, 1.0
         for chance in keep:
             survival *= chance
@@ -203,7 +205,7 @@ class Stopper:
         self.survival *= chance
         if len(self.keep) >= self.rule.gamma_max:
             return False
-        self.last_needed = self.rule.needed(self.keep)
+        self.last_needed = self.rule.needed(self.keep, self.table.prior)
         return self.survival > self.last_needed
 
     def record(self, reason: str | None = None) -> DraftStop:

@@ -41,10 +41,10 @@ def test_non_decreasing_pools_a_falling_run_into_its_mean():
     assert non_decreasing([3.0, 1.0], [1, 3]) == pytest.approx([1.5, 1.5])
 
 
-def expected_ratio(keep: list[float], n: int, r: DraftLengthRule) -> float:
-    """Written out: a round of n drafts whose first len(keep) are kept with chances `keep` and the rest with the
-    last one's chance; expected tokens over its cost n c + V(n + 1)."""
-    chances = list(keep[:n]) + [keep[-1]] * (n - len(keep))
+def expected_ratio(keep: list[float], n: int, r: DraftLengthRule, prior: float) -> float:
+    """Written out: a round of n drafts whose first len(keep) are kept with chances `keep` and the rest with chance
+    `prior`; expected tokens over its cost n c + V(n + 1)."""
+    chances = list(keep[:n]) + [prior] * (n - len(keep))
     tokens = 1 + sum(math.prod(chances[:i + 1]) for i in range(n))
     return tokens / (n * r.draft_cost + r.verify_costs[n] if n < len(r.verify_costs) else math.inf)
 
@@ -52,14 +52,16 @@ def expected_ratio(keep: list[float], n: int, r: DraftLengthRule) -> float:
 @pytest.mark.parametrize("verify", [STEEP, FLAT, JUMP, (1.0, 1.1, 1.3, 1.2, 1.6, 1.8, 2.0, 2.2, 2.4)])
 def test_the_rule_drafts_on_exactly_when_a_longer_round_raises_tokens_per_unit_of_time(verify):
     """Written out for every pair of keep chances: drafting on exactly when some longer round (to any n, not only
-    the next: past a jump in V a long round can pay where one more token does not) has a higher expected ratio."""
+    the next: past a jump in V a long round can pay where one more token does not) has a higher expected ratio, the
+    tokens not yet drafted kept with the table's mean chance."""
     r = rule(verify)
-    for keep in itertools.product((0.05, 0.3, 0.6, 0.9, 0.99), repeat=2):
+    for keep in itertools.product((0.05, 0.3, 0.6, 0.9, 0.99), repeat=3):
+        drafted, prior = list(keep[:2]), keep[2]
         for k in (1, 2):
-            drafted = list(keep[:k])
-            survival = math.prod(drafted)
-            better = any(expected_ratio(drafted, n, r) > expected_ratio(drafted, k, r) for n in range(k + 1, 9))
-            assert (survival > r.needed(drafted)) == better, (verify, drafted)
+            survival = math.prod(drafted[:k])
+            better = any(expected_ratio(drafted[:k], n, r, prior) > expected_ratio(drafted[:k], k, r, prior)
+                         for n in range(k + 1, 9))
+            assert (survival > r.needed(drafted[:k], prior)) == better, (verify, drafted[:k], prior)
 
 
 def test_the_stopper_never_passes_the_cap_and_says_why_it_stopped():

@@ -2,6 +2,7 @@
 the rule measured at the pair's costs once per process (engine.serving.auto_gamma)."""
 from __future__ import annotations
 
+import dataclasses
 import json
 import subprocess
 import sys
@@ -55,7 +56,7 @@ def test_report_runs_gamma_auto_beside_fixed_gammas_with_its_drafted_lengths(tmp
     assert 'id="drafted-lengths"' in page and "γ auto: a draft length that adapts" in page
 
 
-def test_the_rule_is_measured_once_per_pair_and_settings(pair, monkeypatch):
+def test_the_rule_is_measured_once_per_pair_drafter_and_temperature_band(pair, monkeypatch):
     auto_gamma.forget()
     measured = []
     real = auto_gamma.measure_rule
@@ -64,7 +65,9 @@ def test_the_rule_is_measured_once_per_pair_and_settings(pair, monkeypatch):
                                      max_new_tokens=16, seed=0, drafter="auto")
     first = auto_gamma.resolve(pair, config)
     again = auto_gamma.resolve(pair, config)
+    nearby = auto_gamma.resolve(pair, dataclasses.replace(config, temperature=0.9, top_k=40))  # the same band
     assert len(measured) == 1 and first == again and isinstance(first.draft_length, DraftLengthRule)
+    assert nearby.draft_length is first.draft_length and nearby.temperature == 0.9
     rule = first.draft_length
     assert rule.gamma_max == 4 and rule.verify_costs[0] == 1.0 and len(rule.verify_costs) == 5
     assert list(rule.verify_costs) == sorted(rule.verify_costs) and rule.draft_cost > 0

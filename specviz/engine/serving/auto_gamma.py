@@ -11,9 +11,12 @@
   the target's verdicts on those example prompts, never on the run's own: at run time the rule reads only the
   draft's side (SpecDec++'s acceptance prediction is trained the same way).
 
-Kept per pair, device, warping, drafter and gamma_max (the MAX_RULES most recent), so a page's later Steps and
-runs, a race and a link's replay in this process draft by the same rule; another process measures its own, and a
-link replayed there may draft differently (its digest then says so).
+Kept per pair, device, temperature band (T = 0; up to 0.6; up to 1.2; above: the first run of a band is measured
+at its own warping, and the rule serves the band), drafter and gamma_max (the MAX_RULES most recent): a page's
+later Steps and runs, a race and a link's replay in this process draft by the same rule, and a visitor moving the
+temperature slider cannot make the server measure again and again (the page offers gamma_max 8 only: at most 12
+rules a pair). Another process measures its own, and a link replayed there may draft differently (its digest then
+says so).
 """
 from __future__ import annotations
 
@@ -38,8 +41,17 @@ _RULES: OrderedDict[tuple, DraftLengthRule] = OrderedDict()
 _LOCK = threading.Lock()  # one measurement at a time: two visitors' first auto Steps measure once
 
 
+TEMPERATURE_BANDS = (0.0, 0.6, 1.2)  # a rule serves every temperature of its band: T = 0, (0, 0.6], (0.6, 1.2], above
+
+
+def _band(temperature: float) -> int:
+    """Which temperature band a run falls in: the keep tables change with the temperature, but slowly, so a
+    visitor moving the slider does not make the server measure again (at most one rule a band, pair and drafter)."""
+    return sum(temperature > edge for edge in TEMPERATURE_BANDS)
+
+
 def _key(pair, config: DecodeConfig) -> tuple:
-    return (*costs.pair_key(pair), config.temperature, config.top_k, config.top_p, config.drafter, config.gamma,
+    return (*costs.pair_key(pair), _band(config.temperature), config.drafter, config.gamma,
             config.lookup_max_ngram, config.lookup_min_ngram, config.lookup_source)
 
 
