@@ -48,3 +48,25 @@ def chi_square_pvalue(counts, probs, min_bin_mass: float = 0.05) -> float:
     observed = np.array([counts[b].sum() for b in bins])
     expected = np.array([probs[b].sum() for b in bins]) * observed.sum()
     return float(stats.chisquare(observed, expected).pvalue)
+
+
+def detectable_effect(samples: int, bins: int, alpha: float = 1e-3, power: float = 0.9) -> float:
+    """The smallest effect the chi-square catches: Cohen's w = sqrt(sum (observed law - expected)^2 / expected)
+    over the bins that a test of `samples` draws and `bins` bins rejects at p < `alpha` with probability `power`
+    (the statistic is then noncentral chi-square with bins - 1 degrees of freedom and noncentrality samples w^2).
+    For a feel of the number: moving mass m from one bin of mass a to one of mass b gives w = m sqrt(1/a + 1/b)."""
+    critical = stats.chi2.ppf(1 - alpha, bins - 1)
+    low, high = 0.0, 10.0
+    for _ in range(60):  # power rises with w: bisect
+        mid = (low + high) / 2
+        if stats.ncx2.sf(critical, bins - 1, samples * mid * mid) >= power:
+            high = mid
+        else:
+            low = mid
+    return high
+
+
+def bins_of(probs, min_bin_mass: float = 0.05) -> int:
+    """How many bins `chi_square_pvalue` pools `probs` into."""
+    probs = np.asarray(probs, dtype=np.float64)
+    return len(bins_by_mass(probs / probs.sum(), min_bin_mass))

@@ -26,3 +26,22 @@ def test_an_impossible_observation_gives_zero():
 def test_one_bin_is_nothing_to_test():
     with pytest.raises(NothingToTest):
         chi_square_pvalue([100, 0], [1.0, 0.0])
+
+
+def test_the_stated_power_is_what_sampling_shows():
+    """The power helper against simulation: 400 seeded tests of 2,000 draws from a law at the detectable w
+    (mass moved between two of four bins) reject at p < 1e-3 about 90% of the time (between 84% and 95%);
+    at half that w, far less often (under 50%)."""
+    from tests.stats import detectable_effect
+
+    expected = np.array([0.4, 0.3, 0.2, 0.1])
+    w = detectable_effect(2_000, 4)
+    rng = np.random.default_rng(5)
+
+    def rejected(shift):
+        law = expected + shift * np.array([1, 0, 0, -1]) / np.sqrt(1 / 0.4 + 1 / 0.1)
+        counts = rng.multinomial(2_000, law, size=400)
+        return np.mean([chi_square_pvalue(c, expected) < 1e-3 for c in counts])
+
+    assert 0.84 <= rejected(w) <= 0.95
+    assert rejected(w / 2) < 0.5

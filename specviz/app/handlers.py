@@ -116,6 +116,11 @@ def shown_value(value, limit: int = 80) -> str:
 
 def _step(session: Session, settings: PageSettings) -> tuple[View, Status]:
     lang = settings.lang
+    if session.predict.open and not check_lang(lang).error:  # predict mode: Step moves through the round asked
+        notation, status = _notation(settings.notation, lang)
+        if not status.error:
+            session.predict.advance()
+            return view_of(session, notation, status, lang), status
     if session.recorded is None:  # the visitor's own Step, even a refused one: the opening lesson gives way
         session.stepped = True
     status = check_lang(lang)
@@ -175,9 +180,11 @@ def tick_handler(session, settings: PageSettings):
     """A Play tick: a step, unless Pause or Reset came first; stops on the end or an error."""
     if not session.playing:
         return session, None, False
+    asking = session.predict.open  # predict mode: this tick moves through the round asked, never an end
     view, status = _step(session, settings)
     recorded = session.recorded
-    ended = recorded.at >= recorded.total if recorded is not None else session.run is None or session.run.finished
+    ended = not asking and (recorded.at >= recorded.total if recorded is not None else
+                            session.run is None or session.run.finished)
     if status.error or ended:
         session.playing = False
     return session, view, session.playing
@@ -199,6 +206,7 @@ def stop_handler(session):
 def reset_handler(session, notation, lang: str = "en"):
     session.keep_run()  # the run so far stays one request of the per-request histogram
     session.playing, session.run, session.viewing, session.recorded = False, None, None, None
+    session.predict.clear()  # the score of the run and the round asked (predict mode stays on or off)
     notation, status = _notation(notation, lang)
     return session, view_of(session, notation, status if status.error else
                                Status("info", tr(lang, "msg.reset")), lang)

@@ -27,6 +27,7 @@ from ..present.page_settings import (
 from ..present.race import race_html
 from ..present.views import REJECTION_COLUMNS, Session
 from .handlers import SESSION_TTL_S, intro, release_session, what_you_see
+from .predict_ui import PredictParts, algorithm_panel, myths_accordion, predict_switch, question_panel
 from .share import share_bar
 
 # The page in groups, each made by its own function below and wired by its own function in wiring.py.
@@ -34,11 +35,12 @@ from .share import share_bar
 
 @dataclass(frozen=True, eq=False)
 class Toolbar:
-    """Above the tabs: the language, classroom mode, the phase reveal and Play's pace."""
+    """Above the tabs: the language, classroom mode, the phase reveal, predict mode and Play's pace."""
     lang: object
     classroom: object
     reveal: object
     speed: object
+    predict: object    # predict mode (#predict): the round asks before it shows
 
 
 @dataclass(frozen=True, eq=False)
@@ -160,6 +162,7 @@ class Page:
     timer: object      # Play's clock
     tabs: tuple        # (live tab, playground tab): their labels follow #lang
     share: object      # the link to a step and the recorded runs (app/share.py's ShareBar)
+    predict: PredictParts  # predict mode's panel, the algorithm and the misconceptions (app/predict_ui.py)
 
 
 KL_STEPS = (0.0, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0)  # #kl-scale's positions: 0, then 1-2-5 per decade
@@ -206,12 +209,12 @@ def build_layout() -> Page:
         with gr.Row(elem_id="main-row"):
             settings = settings_column(T)
             with gr.Column(scale=2, elem_id="results"):
-                step = step_view(T, settings.prompt.value)
+                step, predict = step_view(T, settings.prompt.value)
                 debug = debug_view(T)
     pg = playground_tab(T)
     timer = gr.Timer(0.8, active=False)
     return Page(session=session, toolbar=toolbar, controls=controls, settings=settings, step=step, debug=debug,
-                pg=pg, timer=timer, tabs=(live_tab, pg.tab), share=share)
+                pg=pg, timer=timer, tabs=(live_tab, pg.tab), share=share, predict=predict)
 
 
 def toolbar_row(T) -> Toolbar:
@@ -221,9 +224,10 @@ def toolbar_row(T) -> Toolbar:
         classroom = gr.Checkbox(False, label=T("lbl.classroom"), elem_id="classroom", container=False, scale=0,
                                 min_width=160)
         reveal = gr.Checkbox(False, label=T("lbl.reveal"), elem_id="reveal", container=False, scale=0, min_width=160)
+        predict = predict_switch(T)
         speed = gr.Slider(0.2, 5.0, value=0.8, step=0.1, label=T("lbl.speed"), elem_id="speed", scale=1,
                           min_width=200)
-    return Toolbar(lang=lang, classroom=classroom, reveal=reveal, speed=speed)
+    return Toolbar(lang=lang, classroom=classroom, reveal=reveal, speed=speed, predict=predict)
 
 
 def controls_row(T) -> Controls:
@@ -272,16 +276,22 @@ def settings_column(T) -> Settings:
                     draft_model=draft_model, target_model=target_model, header=header)
 
 
-def step_view(T, prompt: str) -> StepView:
+def step_view(T, prompt: str) -> tuple[StepView, PredictParts]:
+    """The step view's components, and predict mode's among them (the algorithm beside the card, the question
+    under it, the misconceptions after the race)."""
     what = gr.HTML(what_you_see(), elem_id="what-you-see", min_height=0)
     summary = gr.HTML(render.round_summary(None), elem_id="round-summary", min_height=0)
-    step_card = gr.HTML(render.step_card(None), elem_id="step-card")
+    with gr.Row(elem_id="card-row"):
+        step_card = gr.HTML(render.step_card(None), elem_id="step-card", scale=3)
+        algorithm = algorithm_panel()
+    panel = question_panel()
     counters = gr.HTML(render.counters_html({}, "", False, 0, 0), elem_id="counters")
     timeline = gr.HTML(render.text_view(prompt, []), elem_id="timeline")
     race = gr.HTML(race_html(None), elem_id="race", min_height=0)
     with gr.Row():
         show_rejected = gr.Checkbox(value=True, label=T("lbl.show_rejected"), elem_id="show-rejected", scale=1)
         view_step = gr.Number(label=T("lbl.view_step"), elem_id="view-step", scale=0, min_width=120)
+    myths = myths_accordion(T)
     with gr.Accordion(T("lbl.details"), open=False):
         narration = gr.Markdown(render.narration(None), elem_id="narration")
         pq_plot = gr.Plot(label="target vs draft", show_label=False, elem_id="pq-plot")
@@ -292,7 +302,7 @@ def step_view(T, prompt: str) -> StepView:
     return StepView(what=what, summary=summary, step_card=step_card, counters=counters, timeline=timeline,
                     race=race, show_rejected=show_rejected, view_step=view_step, narration=narration,
                     pq_plot=pq_plot, uniform_plot=uniform_plot, residual_plot=residual_plot,
-                    history_plot=history_plot)
+                    history_plot=history_plot), PredictParts(panel=panel, algorithm=algorithm, myths=myths)
 
 
 def debug_view(T) -> DebugView:

@@ -38,12 +38,25 @@
     }
     return true;
   };
-  const pressStep = () => document.querySelector('#step')?.click();
+  // 3b. Predict mode (#predict): while the round on the card is being asked (#question[data-open="1"]), Step and
+  //     its key do what the question's own Next button does (the server shows the decision unanswered, or moves
+  //     to the next question); keys 1-4 press the choices. The server keeps the score and what is shown.
+  const predicting = () => document.body.classList.contains('predict');
+  const asking = () => predicting() && document.querySelector('#question[data-open="1"]');
   window.addEventListener('click', (e) => {
     if (!e.target.closest) return;
     if (e.target.closest('#step')) {
-      if (document.body.classList.contains('reveal') && revealNext()) { e.stopPropagation(); e.preventDefault(); return; }
-      pendingReveal = document.body.classList.contains('reveal');
+      document.body.classList.remove('sv-show-settings');
+      const question = asking();
+      if (question) {
+        e.stopPropagation(); e.preventDefault();
+        question.querySelector('[data-choice="next"]')?.click();
+        return;
+      }
+      if (document.body.classList.contains('reveal') && !predicting() && revealNext()) {
+        e.stopPropagation(); e.preventDefault(); markLine(); return;
+      }
+      pendingReveal = document.body.classList.contains('reveal') && !predicting();
       userStepped = true;
     }
     if (e.target.closest('#play') && document.body.classList.contains('classroom')) userStepped = true;
@@ -53,6 +66,11 @@
     const chip = e.target.closest && e.target.closest('#timeline .chip');
     if (chip && (e.key === 'Enter' || e.key === ' ')) { e.preventDefault(); showStep(chip); return; }
     if (textField(e.target) || e.ctrlKey || e.metaKey || e.altKey) return;
+    if (['1', '2', '3', '4'].includes(e.key) && asking()) {
+      const choice = document.querySelector(`#question[data-state="asking"] [data-choice="${+e.key - 1}"]`);
+      if (choice && visible(choice)) { e.preventDefault(); choice.click(); }
+      return;
+    }
     const id = e.key === 's' ? '#step' : e.key === 'p' ? '#play' : null;
     const button = id && document.querySelector(id);
     if (!visible(button)) return;  // keys act only on the visible tab
@@ -75,11 +93,91 @@
     const delta = anchor.getBoundingClientRect().top - anchorTop;
     if (Math.abs(delta) > 0.5) window.scrollBy(0, delta);
   };
+  // 3c. #algorithm: the version of the rule the card's data-algo names, and the line (aria-current="step") of the
+  //     last part of the card shown (each part names its line in data-line): it follows the reveal and predict mode.
+  const markLine = () => {
+    const algo = document.querySelector('#algorithm');
+    if (!algo) return;
+    const card = document.querySelector('#step-card .card:not(.empty)');
+    const rule = (card && card.dataset.algo) || 'exact';
+    algo.querySelectorAll('ol[data-algo]').forEach((ol) => { ol.hidden = ol.dataset.algo !== rule; });
+    const shown = card ? [...card.querySelectorAll('[data-line]')].filter((el) => !el.closest('.sv-hidden')) : [];
+    const line = shown.length ? shown[shown.length - 1].dataset.line : 'draft';
+    const lit = algo.querySelector(`ol[data-algo="${rule}"] [data-line="${line}"]`);
+    algo.querySelectorAll('[aria-current]').forEach((el) => { if (el !== lit) el.removeAttribute('aria-current'); });
+    if (lit && lit.getAttribute('aria-current') !== 'step') { lit.setAttribute('aria-current', 'step'); fitAlgorithm(); }
+  };
+  // 3e. Beside the card, #algorithm sticks under the controls (page.css). When the card shows a new part or a new
+  //     question, or the window changes, its box is cut to end above the predict panel, which sticks to the window's
+  //     bottom; as the page scrolls, only the box's own scroll moves, keeping the lit line in sight (nothing around
+  //     it changes size while the reader scrolls).
+  const fitAlgorithm = (resize = true) => {
+    const algo = document.querySelector('#algorithm'), bar = document.querySelector('#controls');
+    const panel = document.querySelector('#predict-panel');
+    const barH = bar ? bar.offsetHeight : 0, panelH = panel && predicting() ? panel.offsetHeight : 0;
+    if (resize) document.documentElement.style.setProperty('--sv-bar-h', `${barH}px`);
+    if (!algo || !algo.offsetParent) return;
+    const room = window.innerHeight - panelH - 8;  // the panel's top
+    const card = document.querySelector('#step-card');
+    const beside = card && algo.getBoundingClientRect().left >= card.getBoundingClientRect().right - 1;
+    if (resize) {  // under the card (a narrow window) it keeps its whole height
+      const top = Math.max(algo.getBoundingClientRect().top, barH + 4);
+      const height = beside ? `${Math.max(160, Math.round(room - top))}px` : '';
+      if (algo.style.maxHeight !== height) algo.style.maxHeight = height;
+    }
+    const lit = algo.querySelector('[aria-current="step"]');
+    if (!lit) return;
+    const a = algo.getBoundingClientRect(), l = lit.getBoundingClientRect();
+    const top = Math.max(a.top, barH), bottom = Math.min(a.bottom, room);
+    if (bottom - top < l.height) return;  // the box is out of sight (under the card on a narrow window)
+    if (l.bottom > bottom) algo.scrollTop += l.bottom - bottom + 4;
+    else if (l.top < top) algo.scrollTop -= top - l.top + 4;
+  };
+  let fitting = false;
+  const fitSoon = (resize) => {
+    if (fitting) return;
+    fitting = true;
+    requestAnimationFrame(() => { fitting = false; fitAlgorithm(resize); });
+  };
+  window.addEventListener('scroll', () => fitSoon(false), {passive: true});
+  const sized = new ResizeObserver(() => fitSoon(true));
+  ['#controls', '#predict-panel', '#card-row'].forEach((s) => { const el = document.querySelector(s); if (el) sized.observe(el); });
+  // 3d. A new question brings the part it asks about above the panel (which sticks to the window's bottom), with
+  //     room left for the answer's sentence, which grows the panel: answering then covers nothing it reveals. Where
+  //     the card's top and the part cannot both show, the part wins; it never goes under the controls.
+  let askedKey = '';
+  const keepAskedInView = () => {
+    const question = asking(), card = document.querySelector('#step-card .card:not(.empty)');
+    const key = question && card ? `${card.dataset.step}|${question.dataset.at}` : '';  // a new question, not an answer
+    if (!key || key === askedKey) return;
+    askedKey = key;
+    // the last part shown, and the hidden part after it that the answer will show (its place is kept)
+    const parts = [...card.querySelectorAll('[data-part]')].filter((el) => el.offsetHeight);
+    const hidden = (el) => !!el.closest('.sv-hidden');
+    const i = parts.map(hidden).lastIndexOf(false);
+    const last = i >= 0 ? parts[i] : card, next = parts.slice(i + 1).find(hidden);
+    const nextAll = next ? parts.filter((el) => el.dataset.part === next.dataset.part) : [];  // e.g. Correct's two lines
+    const panel = document.querySelector('#predict-panel'), bar = document.querySelector('#controls');
+    const top = (bar ? bar.getBoundingClientRect().bottom : 0) + 4;
+    const prompt = question.querySelector('.q-prompt');
+    const line = prompt ? parseFloat(getComputedStyle(prompt).lineHeight) || 20 : 20;
+    const answer = line * (question.dataset.kind === 'source' ? 4 : 2);  // the sentence an answer adds
+    const bottom = window.innerHeight - (panel ? panel.offsetHeight : 0) - answer - 4;
+    const r = {top: last.getBoundingClientRect().top,
+               bottom: Math.max(...[last, ...nextAll].map((el) => el.getBoundingClientRect().bottom))};
+    if (r.bottom > bottom) window.scrollBy(0, Math.max(0, Math.min(r.bottom - bottom, r.top - top)));
+    else if (r.top < top) window.scrollBy(0, r.top - top);
+    anchor = document.querySelector('#step-card'); anchorTop = anchor.getBoundingClientRect().top;
+    ownScrollUntil = performance.now() + 400;
+    fitAlgorithm();
+  };
   // 4. After the reader's own Step (never a Play tick): keep the newest tokens in view inside their box, and
   //    on a phone, in classroom mode or when the card ends below the window (zoomed in), bring the round to the
   //    top of the window, under the sticky controls.
   new MutationObserver(() => {
     keepAnchor();
+    markLine();
+    keepAskedInView();
     const box = document.querySelector('#timeline .text-view');
     if (box && !box.querySelector('.selected:not(:last-child)')) box.scrollTop = box.scrollHeight;
     const card = document.querySelector('#step-card .card:not(.empty)');
@@ -89,11 +187,14 @@
       card.querySelectorAll('[data-phase]').forEach((el) => el.classList.add('sv-hidden'));
       revealNext();
       pendingReveal = false;
+      markLine();
     }
     const classroom = document.body.classList.contains('classroom');
     const below = card.getBoundingClientRect().bottom > window.innerHeight;  // e.g. at 150% or 200% zoom
     if (userStepped && (window.innerWidth < 700 || classroom || below) && document.activeElement?.id !== 'view-step') {
-      const top = document.querySelector(classroom || below ? '#round-summary' : '#step-card');
+      // the round's top: its summary, or the card where predict mode puts the summary under it
+      const top = classroom || below ? [...document.querySelectorAll('#round-summary, #card-row')]
+        .sort((a, b) => a.getBoundingClientRect().top - b.getBoundingClientRect().top)[0] : document.querySelector('#step-card');
       const bar = document.querySelector('#controls');
       if (top && bar) {
         window.scrollTo({top: top.getBoundingClientRect().top + window.scrollY - bar.offsetHeight - 4});
@@ -231,6 +332,55 @@
     };
     if (file.size > 20000000) { send('{"too_large_bytes": ' + file.size + '}'); input.value = ''; return; }
     file.text().then((text) => { send(text); input.value = ''; });
+  });
+  // 7. The misconceptions (#myths) answer here: the choice is marked, the right one shown, the explanation opened
+  //    (nothing is sent). "Show me" opens the tab or accordion that holds the evidence, types the example it names
+  //    and presses its button.
+  document.addEventListener('click', (e) => {
+    const choice = e.target.closest && e.target.closest('#myths .myth-choice');
+    if (!choice) return;
+    const myth = choice.closest('.myth'), list = choice.closest('.myths');
+    if (myth.dataset.result) return;
+    const right = choice.dataset.right === '1';
+    myth.dataset.result = right ? 'right' : 'wrong';
+    choice.classList.add('chosen');
+    myth.querySelectorAll('.myth-choice[data-right="1"]').forEach((b) => b.classList.add('right'));
+    myth.querySelector('.myth-mark').textContent = right ? list.dataset.rightText : list.dataset.wrongText;
+    myth.querySelector('.myth-why').hidden = false;
+  });
+  const showMe = (see) => {
+    const opens = see.dataset.opens, tab = opens && document.getElementById(opens + '-button');
+    const shown = document.getElementById(see.dataset.goto);
+    if (tab && tab.getAttribute('aria-selected') !== 'true') tab.click();  // another tab: select it
+    else if (opens && !tab && (!shown || shown.offsetParent === null)) {  // a closed accordion: open it
+      document.querySelector(`#${opens} > .label-wrap`)?.click();
+    }
+    let tries = 0;
+    const go = () => {
+      const target = document.getElementById(see.dataset.goto);
+      if (!target) { if (++tries < 40) setTimeout(go, 100); return; }
+      Object.entries(JSON.parse(see.dataset.fill || '{}')).forEach(([id, value]) => {
+        const box = document.querySelector(`#${id} textarea, #${id} input`);
+        if (box) { box.value = value; box.dispatchEvent(new Event('input', {bubbles: true})); }
+      });
+      if (see.dataset.press) setTimeout(() => document.getElementById(see.dataset.press)?.click(), 300);
+      // classroom mode hides the settings: the evidence there (the drafter switch) shows them until the next Step
+      if (target.closest('#settings') && !target.offsetParent) document.body.classList.add('sv-show-settings');
+      // an accordion just opened draws its figures after this: bring the evidence back where it moved, a few times
+      let settled = 0;
+      const place = () => {  // its top just under the sticky controls (hidden on the playground's tab)
+        const bar = document.querySelector('#controls');
+        window.scrollTo({top: target.getBoundingClientRect().top + window.scrollY - (bar ? bar.offsetHeight : 0) - 8});
+        const at = target.getBoundingClientRect().top;
+        if (++settled < 5) setTimeout(() => { if (Math.abs(target.getBoundingClientRect().top - at) > 2) place(); }, 400);
+      };
+      place();
+    };
+    go();
+  };
+  document.addEventListener('click', (e) => {
+    const see = e.target.closest && e.target.closest('#myths .myth-see, #question .myth-see');
+    if (see) showMe(see);
   });
   document.body.dataset.specvizReady = '1';  // tests wait for this before pressing keys
 }

@@ -69,12 +69,14 @@ def share_bar(T) -> ShareBar:
                     link_in=link_in, page_url=page_url)
 
 
-def link_url(base: str, recipe: str, lang: str) -> str:
-    """The page's address with ?lang= set to the tab's language, other query values kept, and #run=<recipe>."""
+def link_url(base: str, recipe: str, lang: str, predict: bool = False) -> str:
+    """The page's address with ?lang= set to the tab's language, ?predict=1 where the tab is in predict mode, other
+    query values kept (?classroom=1), and #run=<recipe>."""
     parts = urlsplit(base if isinstance(base, str) else "")
+    ours = [("lang", lang)] + ([("predict", "1")] if predict else [])
     if parts.scheme not in ("http", "https"):
-        return f"?{urlencode({'lang': lang})}#run={recipe}"
-    query = [(k, v) for k, v in parse_qsl(parts.query) if k not in ("lang", "run")] + [("lang", lang)]
+        return f"?{urlencode(ours)}#run={recipe}"
+    query = [(k, v) for k, v in parse_qsl(parts.query) if k not in ("lang", "run", "predict")] + ours
     return urlunsplit((parts.scheme, parts.netloc, parts.path, urlencode(query), f"run={recipe}"))
 
 
@@ -103,7 +105,7 @@ def share_handler(session, notation, base, lang: str = "en"):
             return session, "", Status("error", tr(lang, "share.nothing"))
     except RecipeError as err:
         return session, "", Status("error", tr(lang, "share.cannot", detail=str(err)))
-    return session, link_url(base, recipe, lang), Status("info", tr(lang, "share.made"))
+    return session, link_url(base, recipe, lang, session.predict.on), Status("info", tr(lang, "share.made"))
 
 
 @with_lock

@@ -46,6 +46,7 @@ from .layout import (
     toy_choices,
 )
 from .playground_wiring import wire_playground
+from .predict_ui import wire_predict
 from .share import show_opening, wire_share
 
 CACHE_SWEEP = (300, 900)  # (every, older than) seconds: gradio's delete_cache
@@ -72,6 +73,7 @@ def wire(demo: gr.Blocks, page: Page) -> None:
     wire_acceptance_panels(page, after=stepping)
     wire_playground(page.pg, page.settings.notation, page.toolbar.lang, LIGHT, loaded)
     wire_share(demo, page, list(view_outputs(page)), model_queue(), setting_inputs(page, LINK_SETTINGS))
+    wire_predict(page, list(view_outputs(page)), lambda view: updates(page, view))
     wire_session(demo)
 
 
@@ -244,7 +246,7 @@ def wire_toolbar(demo: gr.Blocks, page: Page):
     t.lang.change(None, t.lang, None, js=SET_LOCALE_JS, api_visibility="private")
     t.lang.change(relabel, t.lang, [*page.tabs, notation, page.settings.preset, page.pg.preset,
                                     page.settings.drafter], **LIGHT)
-    loaded = demo.load(None, None, [t.lang, t.classroom], js=INITIAL_JS, api_visibility="private")
+    loaded = demo.load(None, None, [t.lang, t.classroom, t.predict], js=INITIAL_JS, api_visibility="private")
     t.classroom.change(None, t.classroom, None, js="(on) => { document.body.classList.toggle('classroom', !!on); }",
                        api_visibility="private")
     t.classroom.change(lambda on, s: max(float(s), CLASSROOM_PACE_S) if on else s, [t.classroom, t.speed], t.speed,
@@ -332,12 +334,12 @@ def relabel(code: str) -> list:
 
 
 PAUSE_LABELS = {CATALOGUE[code]["btn.pause"] for code in CATALOGUE}
-# The page's language on load: ?lang= in the URL, else the browser's; ?classroom=1 turns classroom mode on.
-# The codes come from LANGUAGES, so a new locale file needs no change here.
+# The page's language on load: ?lang= in the URL, else the browser's; ?classroom=1 turns classroom mode on and
+# ?predict=1 predict mode. The codes come from LANGUAGES, so a new locale file needs no change here.
 INITIAL_JS = """() => {
   const q = new URLSearchParams(location.search);
   const wanted = (q.get('lang') || navigator.language || 'en').toLowerCase().split('-')[0];
-  return [CODES.includes(wanted) ? wanted : 'en', q.get('classroom') === '1'];
+  return [CODES.includes(wanted) ? wanted : 'en', q.get('classroom') === '1', q.get('predict') === '1'];
 }""".replace("CODES", json.dumps(list(LANGUAGES)))
 # gradio translates the labels in the browser; #lang moves its locale too (window.specvizSetLocale, page.js)
 SET_LOCALE_JS = "(code) => { window.specvizSetLocale && window.specvizSetLocale(code); }"

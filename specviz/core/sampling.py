@@ -167,7 +167,8 @@ def sample_from_uniforms(probs: torch.Tensor, uniforms: torch.Tensor) -> torch.T
 
 @dataclass(frozen=True)
 class Round:
-    """One verify round as tensors on the probabilities' device (read them with `pack(...).read()`)."""
+    """One verify round as tensors on the probabilities' device (read them with `pack(...).read()`). Shapes are
+    for one round; a batch of rounds (`verify_round` with leading dimensions [...]) puts [...] before each."""
     n_accepted: torch.Tensor      # 0-d long: the accepted prefix's length n
     tokens: torch.Tensor          # [gamma+1] long: the n accepted drafts, the last token, then NO_TOKEN
     last: torch.Tensor            # 0-d long: the resampled (n < gamma) or bonus (n = gamma) token
@@ -186,41 +187,56 @@ def verify_round(target_probs: torch.Tensor, draft_probs: torch.Tensor, draft_to
     over the positions as vLLM's rejection sampler and transformers' `_speculative_sampling` do.
 
     target_probs [gamma+1, V], draft_probs [gamma, V], draft_tokens [gamma] (a LongTensor on their device),
-    uniforms [gamma+1] (`round_uniforms`). Values are trusted (checking them is a host read: `verify`
-    does it); shapes are checked. kl_budget > 0 is mentored decoding through its plan (Tran-Thien 2023),
-    whose bisection runs on the host; pass `plan` to reuse one computed for target_probs[:gamma].
+    uniforms [gamma+1] (`round_uniforms`). Leading dimensions [...] before each make it a batch of independent
+    rounds decided in one call (the tests draw tens of thousands of rounds so). Values are trusted (checking them
+    is a host read: `verify` does it); shapes are checked. kl_budget > 0 is mentored decoding through its plan
+    (Tran-Thien 2023), whose bisection runs on the host; pass `plan` to reuse one computed for
+    target_probs[..., :gamma, :] (a plan of one round's [gamma, V] rows serves a batch of rounds on those rows).
     """
-    gamma, vocab = draft_probs.shape
-    if tuple(target_probs.shape) != (gamma + 1, vocab) or tuple(draft_tokens.shape) != (gamma,) \
-            or tuple(uniforms.shape) != (gamma + 1,):
+    gamma, vocab = draft_probs.shape[-2:]
+    batch = draft_probs.shape[:-2]
+    if tuple(target_probs.shape) != (*batch, gamma + 1, vocab) or tuple(draft_tokens.shape) != (*batch, gamma) \
+            or tuple(uniforms.shape) != (*batch, gamma + 1):
         raise ValueError(f"verify_round wants target_probs [{gamma + 1}, {vocab}], draft_tokens [{gamma}] and "
-                         f"uniforms [{gamma + 1}], got {tuple(target_probs.shape)}, {tuple(draft_tokens.shape)} "
-                         f"and {tuple(uniforms.shape)}")
-    index = draft_tokens.long().unsqueeze(-1)                                      # [gamma, 1]
-    drafted_p = target_probs[:gamma].gather(-1, index).squeeze(-1)                 # [gamma]
-    drafted_q = draft_probs.gather(-1, index).squeeze(-1)                          # [gamma]
+                         f"uniforms [{gamma + 1}] (after the same leading dimensions as draft_probs), got "
+                         f"{tuple(target_probs.shape)}, {tuple(draft_tokens.shape)} and {tuple(uniforms.shape)}")
+    index = draft_tokens.long().unsqueeze(-1)                                      # [..., gamma, 1]
+    drafted_p = target_probs[..., :gamma, :].gather(-1, index).squeeze(-1)         # [..., gamma]
+    drafted_q = draft_probs.gather(-1, index).squeeze(-1)                          # [..., gamma]
     if kl_budget > 0 and plan is None:
-        plan = mentored_plan(target_probs[:gamma], draft_probs, kl_budget)
+        plan = mentored_plan(target_probs[..., :gamma, :], draft_probs, kl_budget)
     if plan is not None:
-        accept = plan.accept_probs.gather(-1, index).squeeze(-1)                   # [gamma]
-        corrections = plan.resample_probs                                          # [gamma, V]
+        accept = plan.accept_probs.expand(*batch, gamma, vocab).gather(-1, index).squeeze(-1)  # [..., gamma]
+        corrections = plan.resample_probs.expand(*batch, gamma, vocab)            # [..., gamma, V]
     else:
-        accept = torch.clamp(drafted_p / drafted_q, max=1.0)                       # [gamma] min(1, p/q)
-        corrections = residual_distribution(target_probs[:gamma], draft_probs)     # [gamma, V]
+        accept = torch.clamp(drafted_p / drafted_q, max=1.0)                       # [..., gamma] min(1, p/q)
+        corrections = residual_distribution(target_probs[..., :gamma, :], draft_probs)  # [..., gamma, V]
     # 2. verify: strict u_i < chance, so a token with accept chance 0 is never kept; n = first rejection
-    accepted = uniforms[:gamma] < accept                                           # [gamma]
-    stops = torch.cat([~accepted, accepted.new_ones(1)])                           # [gamma+1]
-    n = stops.int().argmax()                                                       # 0-d: first True
+    accepted = uniforms[..., :gamma] < accept                                      # [..., gamma]
+    stops = torch.cat([~accepted, accepted.new_ones(*batch, 1)], -1)               # [..., gamma+1]
+    n = stops.int().argmax(-1)                                                     # [...]: first True
     # 3. correct: the residual at the first rejection, or the target's next row for the bonus token
-    candidates = torch.cat([corrections, target_probs[gamma:].to(corrections.dtype)])     # [gamma+1, V]
-    final = candidates.index_select(0, n.reshape(1)).squeeze(0)                    # [V]
-    last = sample_from_uniforms(final, uniforms[gamma])                            # 0-d long
+    candidates = torch.cat([corrections, target_probs[..., gamma:, :].to(corrections.dtype)], -2)  # [..., gamma+1, V]
+    if batch:
+        final = candidates.gather(-2, n[..., None, None].expand(*batch, 1, vocab)).squeeze(-2)  # [..., V]
+    else:
+        final = candidates.index_select(0, n.reshape(1)).squeeze(0)                # [V]
+    last = sample_from_uniforms(final, uniforms[..., gamma])                       # [...] long
     positions = torch.arange(gamma + 1, device=draft_tokens.device)
-    drafted = torch.cat([draft_tokens.long(), draft_tokens.new_full((1,), NO_TOKEN, dtype=torch.long)])
-    tokens = torch.where(positions < n, drafted, torch.where(positions == n, last, NO_TOKEN))  # [gamma+1]
+    drafted = torch.cat([draft_tokens.long(), draft_tokens.new_full((*batch, 1), NO_TOKEN, dtype=torch.long)], -1)
+    n_, last_ = n.unsqueeze(-1), last.unsqueeze(-1)
+    tokens = torch.where(positions < n_, drafted, torch.where(positions == n_, last_, NO_TOKEN))  # [..., gamma+1]
     return Round(n_accepted=n, tokens=tokens, last=last, uniforms=uniforms, accepted=accepted,
                  accept_probs=accept, drafted_target_probs=drafted_p, drafted_draft_probs=drafted_q,
-                 final_probs=final, drafted_kl=plan.kl if plan is not None else None)
+                 final_probs=final, drafted_kl=_batched_kl(plan, batch, gamma))
+
+
+def _batched_kl(plan: MentoredPlan | None, batch: torch.Size, gamma: int) -> torch.Tensor | None:
+    """The plan's KL per position as [..., gamma]: a plan of one round's rows serves every round of a batch."""
+    if plan is None or not batch:
+        return None if plan is None else plan.kl
+    kl = plan.kl.reshape(-1)
+    return kl.expand(*batch, gamma) if kl.numel() == gamma else kl.reshape(*batch, gamma)
 
 
 @dataclass(frozen=True)

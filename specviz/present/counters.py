@@ -49,7 +49,7 @@ def speed_reason(m: dict, lang: str = "en", verify_costs: list[float] | None = N
         lines.append(tr(lang, "cnt.why_none", n=len(verify_costs) - 1, g=best[0], s=f"{best[1]:.2f}"))
     elif best is not None and best[0] != g:
         lines.append(tr(lang, "cnt.why_other", g=best[0], s=f"{best[1]:.2f}"))
-    return f'<div class="speed-why">{" ".join(lines)}</div>'
+    return f'<div class="speed-why">{"".join(lines).strip()}</div>'  # English sentences end in their own space
 
 
 def _measured(m: dict, device: str, lang: str, verify_costs: list[float] | None) -> str:

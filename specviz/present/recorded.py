@@ -21,7 +21,10 @@ from ..core.recipe import Producer
 from ..core.tracefile import RecordedRun, Recording, TraceFileError, read_recording
 from . import export, render, run_figures, step_figures
 from .i18n import CATALOGUE, tr
+from .myths import BY_ID
+from .parts import NOTHING_HIDDEN
 from .plotting import empty_figure
+from .predict import Predict, conceal
 from .race import race_html
 from .render import Status
 from .views import View, build_view, rejection_table
@@ -40,10 +43,15 @@ class Playback:
     lesson: str = ""            # a lesson's name: its sentences are shown step by step
     baseline_call_s: tuple = ()  # the target-only side's forward times, where the recording kept them
     race: Race | None = None     # the race recorded with it, where the file has one
+    questions: tuple = ()        # (step, misconception ids) a lesson asks before that round (predict mode)
 
     @property
     def total(self) -> int:
         return len(self.run.traces)
+
+    def asks(self, step: int) -> tuple[str, ...]:
+        """The misconceptions (present/myths.py ids) the recording asks before step `step`'s round."""
+        return next((ids for at, ids in self.questions if at == step), ())
 
     @classmethod
     def of(cls, recording: Recording, index: int = 0) -> Playback:
@@ -56,7 +64,22 @@ class Playback:
         ok = isinstance(calls, list) and all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in calls)
         return cls(run=run, producer=recording.producer, settings=recording.settings,
                    lesson=lesson if isinstance(lesson, str) and lesson in LESSONS else "",
-                   baseline_call_s=tuple(calls) if ok and index == 0 else (), race=recording.race)
+                   baseline_call_s=tuple(calls) if ok and index == 0 else (), race=recording.race,
+                   questions=lesson_questions(recording.extra.get("questions")))
+
+
+def lesson_questions(data) -> tuple:
+    """A recording's questions field ({"<step>": ["<myth id>", ...]}) as ((step, ids), ...): only whole steps and
+    known ids are kept (a file may come from anyone), at most a few per step."""
+    if not isinstance(data, dict):
+        return ()
+    kept = []
+    for step, ids in data.items():
+        if isinstance(step, str) and step.isdigit() and isinstance(ids, list):
+            known = tuple(dict.fromkeys(i for i in ids if isinstance(i, str) and i in BY_ID))[:len(BY_ID)]
+            if known:
+                kept.append((int(step), known))
+    return tuple(kept)
 
 
 def recorded_label(producer: Producer | None, lang: str = "en") -> str:
@@ -87,11 +110,13 @@ def _marked(figure: go.Figure, label: str) -> go.Figure:
 
 
 def recorded_view(playback: Playback, notation: str, status: Status = Status(), lang: str = "en",
-                  opening: bool = False) -> View:
+                  opening: bool = False, predict: Predict | None = None) -> View:
     """The View of the recorded step `playback.at`: the run as it stood after that step (`opening`: the lesson a
-    fresh page shows, which the visitor's first Step replaces with a live run)."""
+    fresh page shows, which the visitor's first Step replaces with a live run; `predict`: the tab's predict mode,
+    which asks the round shown before it shows it)."""
     traces = playback.run.traces[: playback.at]
     trace = traces[-1]
+    hidden = predict.shown(playback.run, trace, asks=playback.asks(playback.at)) if predict else NOTHING_HIDDEN
     records = [t.record for t in traces if t.record is not None]
     tokens = trace.counters.tokens
     calls = playback.baseline_call_s[:tokens]
@@ -100,14 +125,14 @@ def recorded_view(playback: Playback, notation: str, status: Status = Status(), 
     device = playback.producer.device if playback.producer else "?"
     lossy = trace.kl_budget > 0
     head = tr(lang, "recorded.opening" if opening else "recorded.step", n=playback.at, total=playback.total)
-    summary = (f'<div class="recorded-head">{mark} {head}</div>{lesson_note(playback, lang)}'
-               f'{render.round_summary(trace, notation, lang)}')
+    summary = (f'<div class="recorded-head">{mark} {head}</div>'
+               + conceal(lesson_note(playback, lang) + render.round_summary(trace, notation, lang), hidden))
     passes = trace.counters.draft_calls  # a drafter with no model (prompt lookup) makes none
     counters = (f'{mark}{render.counters_html(metrics, device, lossy, len(calls), len(traces), lang, draft_passes=passes)}'
                 if calls else f'{mark}<div class="counters">{render.analytics_html(metrics, lang)}</div>')
-    return View(render.text_view(playback.run.prompt, traces, trace.step, lang),
-                f'<div class="recorded-card">{mark}{render.step_card(trace, notation, playback.at, lang)}</div>',
-                counters, render.narration(trace, notation, lang),
+    return View(render.text_view(playback.run.prompt, traces, trace.step, lang, trace.step if "end" in hidden else None),
+                f'<div class="recorded-card">{mark}{render.step_card(trace, notation, playback.at, lang, hidden)}</div>',
+                conceal(counters, hidden), render.narration(trace, notation, lang),
                 _marked(step_figures.pq_figure(trace, notation, lang), label),
                 _marked(step_figures.uniform_figure(trace, notation, lang), label),
                 _marked(step_figures.residual_figure(trace, notation, lang), label),
@@ -138,19 +163,20 @@ def first_lesson() -> Recording | None:
     return read_recording(path.read_bytes(), name=f"lesson {LESSONS[0]}") if path.is_file() else None
 
 
-def opening(lang: str = "en", notation: str = "leviathan") -> View | None:
-    """What a fresh page shows before any model call: the first lesson's first step, marked recorded."""
+def opening(lang: str = "en", notation: str = "leviathan", predict: Predict | None = None) -> View | None:
+    """What a fresh page shows before any model call: the first lesson's first step, marked recorded (asked first
+    in predict mode: a visitor's first click can be an answer)."""
     lesson = first_lesson()
-    return recorded_view(Playback.of(lesson), notation, Status(), lang, opening=True) if lesson else None
+    return recorded_view(Playback.of(lesson), notation, Status(), lang, opening=True, predict=predict) if lesson else None
 
 
 def view_of(session, notation: str, status: Status = Status(), lang: str = "en") -> View:
     """A tab's view: its recorded run where one is open; the opening lesson until its own first Step; else its run."""
     playback = getattr(session, "recorded", None)
     if playback is not None:
-        return recorded_view(playback, notation, status, lang)
+        return recorded_view(playback, notation, status, lang, predict=session.predict)
     if session.run is None and not getattr(session, "stepped", False):
-        shown = opening(lang, notation)
+        shown = opening(lang, notation, session.predict)
         if shown is not None:
             return shown._replace(message=render.message_html(status))
     return build_view(session, notation, status, lang)

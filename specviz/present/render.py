@@ -13,6 +13,7 @@ import html
 import math
 from dataclasses import dataclass
 
+from ..core.answer_key import mode
 from ..core.notation import letters, num, show
 from ..core.trace import PositionTrace, StepTrace
 from . import tree_card
@@ -20,6 +21,7 @@ from .counters import METRIC_ROWS, analytics_html, counters_html, metric_row, mo
 from .draft_sources import stop_note, view_for, view_of
 from .i18n import tr
 from .palette import ACCEPT_COLOUR, BONUS_COLOUR, FINAL_COLOUR, REJECT_COLOUR, TARGET_COLOUR, var
+from .parts import NOTHING_HIDDEN, part
 
 __all__ = ["METRIC_ROWS", "ROLE", "VERDICT_STYLE", "Status", "analytics_html", "counters_html", "decisive",
            "message_html", "metric_row", "most_rejected_html", "narration", "round_summary", "step_card", "text_view",
@@ -112,16 +114,20 @@ def _exact_differs(pos: PositionTrace) -> bool | None:
     return (pos.uniform < pos.exact_accept_prob) != (pos.verdict == "accepted")
 
 
-def _verify_row(pos: PositionTrace, trace: StepTrace, t: str, d: str, lang: str = "en") -> str:
+def _verify_row(pos: PositionTrace, trace: StepTrace, t: str, d: str, lang: str = "en",
+                hidden: frozenset = NOTHING_HIDDEN) -> str:
     token = f'<code>{_esc(pos.draft_text)}</code>'
     bars = (f'<span class=pair><span class=letter>{d}</span> {_log_bar(pos.draft_prob, "draft")}</span> '
             f'<span class=pair><span class=letter>{t}</span> {_log_bar(pos.target_prob, "target")}</span>')
-    row = '<tr class="verify-row" data-phase="verify">'
+    i = pos.index
+    row = f'<tr{part(f"row{i}", hidden, "loop", "verify-row")} data-phase="verify">'
+    decided = f'<td{part(f"row{i}.test", hidden, "test")}>{_verdict(pos, lang)}</td>'  # the verdict cell
     if trace.greedy:  # temperature 0: both are one-hot, the test is whether the argmaxes agree
         argmax = pos.candidates[0]
         test = tr(lang, "greedy.test", token=f"<code>{_esc(argmax.text)}</code>",
                   agrees=tr(lang, "greedy.agrees" if argmax.id == pos.draft_token else "greedy.differs"))
-        return f'{row}<td>{pos.index + 1}</td><td>{token}</td><td colspan="2">{test}</td><td>{_verdict(pos, lang)}</td></tr>'
+        return (f'{row}<td>{i + 1}</td><td>{token}</td><td colspan="2"{part(f"row{i}.test", hidden, "test")}>{test}'
+                f'</td>{decided}</tr>')
     ratio = pos.target_prob / pos.draft_prob if pos.draft_prob > 0 else float("inf")
     cmp = "&lt;" if pos.verdict == "accepted" else "≥"
     u, chance_text = decisive(pos.uniform, pos.accept_prob)
@@ -135,11 +141,11 @@ def _verify_row(pos: PositionTrace, trace: StepTrace, t: str, d: str, lang: str 
     else:  # the drafter's formula: min(1, p/q), or p(x) itself where q is one-hot (prompt lookup)
         chance = view_of(trace).chance_name(t, d, lang) + chance_text
     test = f'{_threshold(pos.uniform, pos.accept_prob, lang)} <span class="test">u = {u} {cmp} {chance}</span>'
-    return (f'{row}<td>{pos.index + 1}</td><td>{token}</td><td>{bars}</td><td class=ratio>{t}/{d} = {ratio:.2f}</td>'
-            f'<td>{test}</td><td>{_verdict(pos, lang)}</td></tr>')
+    return (f'{row}<td>{i + 1}</td><td>{token}</td><td>{bars}</td><td{part(f"row{i}.ratio", hidden, "test", "ratio")}>'
+            f'{t}/{d} = {ratio:.2f}</td><td{part(f"row{i}.test", hidden, "test")}>{test}</td>{decided}</tr>')
 
 
-def _correction(trace: StepTrace, t: str, d: str, lang: str = "en") -> str:
+def _correction(trace: StepTrace, t: str, d: str, lang: str = "en", hidden: frozenset = NOTHING_HIDDEN) -> str:
     c = trace.correction
     lossy = trace.kl_budget > 0
     token = f"<code>{_esc(c.text)}</code>"
@@ -164,19 +170,23 @@ def _correction(trace: StepTrace, t: str, d: str, lang: str = "en") -> str:
         + (f' <span class="muted">{tr(lang, "exact_prob", x=num(exact.get(x.id, 0.0)))}</span>' if exact else "")
         + ("◀" if x.id == c.token else "") + "</span>"
         for x in top)
-    return (f'<div class="phase" data-phase="correct">{head}</div>'
-            f'<div class="options" data-phase="correct">{tr(lang, "top_of", source=source)} {options}</div>')
+    line = "bonus" if c.kind == "bonus" else "reject"
+    return (f'<div{part("correct", hidden, line, "phase")} data-phase="correct">{head}</div>'
+            f'<div{part("correct", hidden, line, "options")} data-phase="correct">{tr(lang, "top_of", source=source)} '
+            f'{options}</div>')
 
 
-def step_card(trace: StepTrace | None, notation: str = "leviathan", total_steps: int = 0, lang: str = "en") -> str:
+def step_card(trace: StepTrace | None, notation: str = "leviathan", total_steps: int = 0, lang: str = "en",
+              hidden: frozenset = NOTHING_HIDDEN) -> str:
     """One round, draft → verify → correct, compact enough for one 1280x720 screen at gamma <= 8.
-    Parts carry data-phase (draft, verify, correct) so the page can reveal them one at a time."""
+    Parts carry data-phase (draft, verify, correct) so the page can reveal them one at a time, and data-part
+    (`answer_key.card_parts`): those in `hidden` are drawn hidden, keeping their place (predict mode)."""
     if trace is None:
         return f'<div class="card empty">{tr(lang, "card.empty")}</div>'
     if getattr(trace, "tree", None) is not None:  # several drafts: the tree card (present/tree_card.py)
-        return tree_card.tree_step_card(trace, notation, total_steps, lang)
+        return tree_card.tree_step_card(trace, notation, total_steps, lang, hidden)
     t, d = letters(notation)
-    mode = (f'<span class="badge lossy">{tr(lang, "badge.lossy", kl=f"{trace.kl_budget:g}")}</span>' if trace.kl_budget > 0
+    badge = (f'<span class="badge lossy">{tr(lang, "badge.lossy", kl=f"{trace.kl_budget:g}")}</span>' if trace.kl_budget > 0
             else f'<span class="badge">{tr(lang, "badge.greedy")}</span>' if trace.greedy
             else f'<span class="badge">{tr(lang, "badge.exact")}</span>')
     viewing = tr(lang, "card.viewing", total=total_steps) if total_steps and trace.step != total_steps else ""
@@ -188,21 +198,25 @@ def step_card(trace: StepTrace | None, notation: str = "leviathan", total_steps:
                   if trace.greedy else
                   f"<th>#</th><th>{tr(lang, 'col.drafted')}</th><th>{tr(lang, 'col.bars', t=t, d=d)}</th>"
                   f"<th class=ratio>{tr(lang, 'col.ratio')}</th><th>{rule}</th><th>{tr(lang, 'col.verdict')}</th>")
-    rows = "".join(_verify_row(p, trace, t, d, lang) for p in examined)
+    rows = "".join(_verify_row(p, trace, t, d, lang, hidden) for p in examined)
     if skipped:
         span = f"{skipped[0].index + 1}" + (f"–{skipped[-1].index + 1}" if len(skipped) > 1 else "")
-        rows += (f'<tr class="muted" data-phase="verify"><td colspan="6">'
+        # the row that says the loop stopped keeps the test's line: the else line (the residual) lights with
+        # the correction, never before predict mode asks where the round's last token comes from
+        rows += (f'<tr{part("skipped", hidden, "test", "muted")} data-phase="verify"><td colspan="6">'
                  f'{tr(lang, "skipped", span=span, tokens=" ".join(_esc(p.draft_text) for p in skipped))}</td></tr>')
     source = view_for(trace.source.kind)  # who drafted: the sentences that differ between drafters
     reads = source.draft_note(trace, d, lang) + stop_note(trace, lang)
     verify = tr(lang, "card.verify_greedy" if trace.greedy else "card.verify_mentored" if trace.kl_budget > 0
                 else "card.verify", t=t, d=d)
-    verify_part = (f'<div class="phase" data-phase="verify">{verify}</div><div class="table-scroll" data-phase="verify">'
+    verify_part = (f'<div{part("verify", hidden, "verify", "phase")} data-phase="verify">{verify}</div>'
+                   f'<div{part("verify", hidden, "verify", "table-scroll")} data-phase="verify">'
                    f'<table class="verify"><tr>{head_cells}</tr>{rows}</table></div>') if trace.positions else ""
-    return (f'<div class="card" data-step="{trace.step}"><div class="card-head"><b>{tr(lang, "card.step", n=trace.step)}</b>'
-            f'{viewing} · γ = {trace.gamma}{_auto(trace, lang)} {mode} · {tr(lang, "card.tokens_from_pass", k=len(trace.emitted))}</div>'
-            f'<div class="phase" data-phase="draft">{source.draft_line(trace, drafted, t, d, lang)}</div>'
-            f'{reads}{verify_part}{_correction(trace, t, d, lang)}</div>')
+    yielded = f'<span{part("end", hidden)}>· {tr(lang, "card.tokens_from_pass", k=len(trace.emitted))}</span>'
+    return (f'<div class="card" data-step="{trace.step}" data-algo="{mode(trace)}"><div class="card-head">'
+            f'<b>{tr(lang, "card.step", n=trace.step)}</b>{viewing} · γ = {trace.gamma}{_auto(trace, lang)} {badge} {yielded}</div>'
+            f'<div{part("draft", hidden, "draft", "phase")} data-phase="draft">{source.draft_line(trace, drafted, t, d, lang)}</div>'
+            f'{reads}{verify_part}{_correction(trace, t, d, lang, hidden)}</div>')
 
 
 def _auto(trace: StepTrace, lang: str) -> str:
@@ -296,15 +310,17 @@ def token_span(text: str, verdict: str, step: int | None, lang: str = "en") -> s
     return f'<span {attrs} style="{underline} {var(ROLE[verdict])}; cursor:pointer">{shown}</span>'
 
 
-def text_view(prompt: str, traces: list[StepTrace], selected: int | None = None, lang: str = "en") -> str:
+def text_view(prompt: str, traces: list[StepTrace], selected: int | None = None, lang: str = "en",
+              hidden_step: int | None = None) -> str:
     """The generated text as text: newlines break, each token marked by its verdict; rejected drafts
-    carry the class "rejected" so a toggle can hide them without reflowing the rest."""
+    carry the class "rejected" so a toggle can hide them without reflowing the rest. The tokens of step
+    `hidden_step` keep their place but are hidden (predict mode: a round's verdicts wait for its answers)."""
     parts = [f'<span class="prompt">{html.escape(prompt)}</span>']
     for t in traces:
         inner = [token_span(e.text, e.kind, t.step, lang) for e in t.emitted[: t.n_accepted]]
         inner += [token_span(r.text, "rejected", t.step, lang) for r in t.rejected]
         inner += [token_span(e.text, e.kind, t.step, lang) for e in t.emitted[t.n_accepted:]]
-        mark = ' selected' if t.step == selected else ''
+        mark = (' selected' if t.step == selected else '') + (' sv-hidden' if t.step == hidden_step else '')
         parts.append(f'<span class="step-group{mark}" data-step="{t.step}">{"".join(inner)}</span>')
     legend = " ".join(f"{token_span(tr(lang, f'verdict.{k}'), k, None, lang)}" for k in VERDICT_STYLE)
     return (f'<div class="text-view">{"".join(parts)}</div>'

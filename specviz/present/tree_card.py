@@ -17,6 +17,7 @@ from ..core.notation import letters, num, show
 from ..core.trace import StepTrace, TreeNode, TreeTry
 from .i18n import tr
 from .palette import ACCEPT_COLOUR, BONUS_COLOUR, FINAL_COLOUR, MUTED, REJECT_COLOUR
+from .parts import part
 
 RANKS = "①②③④⑤⑥⑦⑧"
 CELL = "padding:0 4px; line-height:1.25;"  # compact cells: k <= 4, gamma <= 4 fit one 1280x720 screen
@@ -40,8 +41,10 @@ def _track(u: float, chance: float, lang: str) -> str:
             f'<rect x="{max(0.0, 90 * u - 1.5):.1f}" y="0" width="3" height="12" fill="#000"/></svg>')
 
 
-def _grid(trace: StepTrace, t: str, d: str, lang: str) -> str:
-    """Rows = chains (sorted so shared prefixes are adjacent), columns = depths; a node spans its chains."""
+def _grid(trace: StepTrace, t: str, d: str, lang: str, concealed: bool = False) -> str:
+    """Rows = chains (sorted so shared prefixes are adjacent), columns = depths; a node spans its chains.
+    `concealed` (predict mode, before the verdicts): every node drawn alike, the order of tries left out, each
+    border transparent at its own width, so nothing moves when the statuses appear."""
     tree = trace.tree
     by_depth: dict[int, list[TreeNode]] = {}
     for n in tree.nodes:
@@ -62,9 +65,14 @@ def _grid(trace: StepTrace, t: str, d: str, lang: str) -> str:
             bg, border, deco = NODE_STYLE[node.status]
             rank = (f'<sup title="{tr(lang, "tree.tried_n", n=tried[node.id] + 1)}">{RANKS[tried[node.id]]}</sup>'
                     if node.id in tried else "")
+            status = node.status
+            if concealed:
+                bg, border, deco, status = "#f4f4f4", border.replace(border.split()[-1], "transparent"), "", "unexamined"
+                rank = rank and '<sup style="visibility:hidden">①</sup>'
+
             share = f' <span class="muted">×{len(node.chains)}</span>' if len(node.chains) > 1 else ""
             cells.append(
-                f'<td rowspan="{span}" class="node {node.status}" data-node="{node.id}" title="{tr(lang, f"tree.status.{node.status}")}" '
+                f'<td rowspan="{span}" class="node {status}" data-node="{node.id}" title="{tr(lang, f"tree.status.{status}")}" '
                 f'style="{CELL} background:{bg}; border:{border}; white-space:nowrap">'
                 f'<code style="text-decoration:{deco}">{_esc(node.text)}</code>{rank}{share} '
                 f'<span style="font-size:80%">{d} {num(node.draft_prob)} · {t} {num(node.target_prob)}</span></td>')
@@ -92,15 +100,17 @@ def _try_row(x: TreeTry, trace: StepTrace, t: str, d: str, lang: str) -> str:
     else:
         cmp = "&lt;" if x.verdict == "accepted" else "≥"
         current = tr(lang, "tree.current", t=t) if x.rank else t
-        test = (f'{current}(x) {num(x.target_prob)}, {d}(x) {num(x.draft_prob)} {_track(x.uniform, x.accept_prob, lang)} '
-                f'u = {num(x.uniform)} {cmp} {num(x.accept_prob)}')
+        # two unbreakable halves: on a narrow card (the algorithm beside it) the test takes two lines, not the verdict
+        test = (f'<span style="white-space:nowrap">{current}(x) {num(x.target_prob)}, {d}(x) {num(x.draft_prob)}</span> '
+                f'<span style="white-space:nowrap">{_track(x.uniform, x.accept_prob, lang)} '
+                f'u = {num(x.uniform)} {cmp} {num(x.accept_prob)}</span>')
     row = (f'<tr class="try {x.verdict}" data-depth="{x.depth}" data-rank="{x.rank}"><td style="{CELL}">{x.depth + 1}'
-           f'</td><td style="{CELL} white-space:nowrap">{token}</td><td style="{CELL} white-space:nowrap">{test}</td>'
+           f'</td><td style="{CELL} white-space:nowrap">{token}</td><td style="{CELL}">{test}</td>'
            f'<td style="{CELL}">{verdict}</td></tr>')
     return row + (_residual_note(x, t, d, last, lang) if x.verdict == "rejected" and x.residual and not trace.greedy else "")
 
 
-def _correction(trace: StepTrace, t: str, lang: str) -> str:
+def _correction(trace: StepTrace, t: str, lang: str, hidden: frozenset = frozenset()) -> str:
     c = trace.correction
     token = f"<code>{_esc(c.text)}</code>"
     if c.kind == "bonus":
@@ -116,7 +126,8 @@ def _correction(trace: StepTrace, t: str, lang: str) -> str:
     chosen = f' style="outline:2px solid {colour}; padding:0 2px"'
     options = " ".join(f'<span{chosen if x.id == c.token else ""}><code>{_esc(x.text)}</code> {num(x.final_prob)}'
                        f'{" ◀" if x.id == c.token else ""}</span>' for x in top)
-    return f'<div class="phase">{tr(lang, "tree.c_phase", head=head, options=options)}</div>'
+    line = "bonus" if c.kind == "bonus" else "reject"
+    return f'<div{part("correct", hidden, line, "phase")}>{tr(lang, "tree.c_phase", head=head, options=options)}</div>'
 
 
 def round_summary(trace: StepTrace, lang: str = "en") -> str:
@@ -128,23 +139,26 @@ def round_summary(trace: StepTrace, lang: str = "en") -> str:
               kind=tr(lang, f"kind.{trace.correction.kind}"), n=len(trace.emitted))
 
 
-def tree_step_card(trace: StepTrace, notation: str = "leviathan", total_steps: int = 0, lang: str = "en") -> str:
+def tree_step_card(trace: StepTrace, notation: str = "leviathan", total_steps: int = 0, lang: str = "en",
+                   hidden: frozenset = frozenset()) -> str:
+    """The tree round's card; the parts named in `hidden` (`answer_key.card_parts`) are drawn hidden, keeping
+    their place, and while "verify" is hidden the grid shows no verdict (predict mode)."""
     t, d = letters(notation)
     viewing = tr(lang, "card.viewing", total=total_steps) if total_steps and trace.step != total_steps else ""
     mode = tr(lang, "badge.greedy" if trace.greedy else "badge.exact")
     rows = "".join(_try_row(x, trace, t, d, lang) for x in trace.tree.tries)
     names = (tr(lang, "tree.col_depth"), tr(lang, "tree.col_tried"), tr(lang, "col.rule", t=t, d=d), tr(lang, "col.verdict"))
     head = "".join(f'<th style="{CELL}">{x}</th>' for x in names)
-    return (f'<div class="card tree-card" data-drafts="{trace.drafts}" style="font-size:14px; line-height:1.3">'
-            f'<div class="card-head"><b>{tr(lang, "card.step", n=trace.step)}</b>{viewing} · '
-            f'{tr(lang, "tree.head", g=trace.gamma, k=trace.drafts)} <span class="badge">{mode}</span> · '
-            f'{tr(lang, "card.tokens_from_pass", k=len(trace.emitted))}</div>'
-            f'<div class="round-summary" style="margin:2px 0">{html.escape(round_summary(trace, lang))}</div>'
-            f'<div class="phase">{tr(lang, "tree.draft", k=trace.drafts)}</div>'
-            f'{_grid(trace, t, d, lang)}'
-            f'<div class="phase">{tr(lang, "tree.verify", t=t)}</div>'
-            f'<table class="verify tree-tries" style="margin:2px 0"><tr>{head}</tr>{rows}</table>'
-            f'{_correction(trace, t, lang)}</div>')
+    return (f'<div class="card tree-card" data-drafts="{trace.drafts}" data-step="{trace.step}" data-algo="tree" '
+            f'style="font-size:14px; line-height:1.3"><div class="card-head"><b>{tr(lang, "card.step", n=trace.step)}</b>'
+            f'{viewing} · {tr(lang, "tree.head", g=trace.gamma, k=trace.drafts)} <span class="badge">{mode}</span> '
+            f'<span{part("end", hidden)}>· {tr(lang, "card.tokens_from_pass", k=len(trace.emitted))}</span></div>'
+            f'<div{part("end", hidden, cls="round-summary")} style="margin:2px 0">{html.escape(round_summary(trace, lang))}</div>'
+            f'<div{part("draft", hidden, "draft", "phase")}>{tr(lang, "tree.draft", k=trace.drafts)}</div>'
+            f'{_grid(trace, t, d, lang, concealed="verify" in hidden)}'
+            f'<div{part("verify", hidden, "verify", "phase")}>{tr(lang, "tree.verify", t=t)}</div>'
+            f'<table{part("verify", hidden, "test", "verify tree-tries")} style="margin:2px 0"><tr>{head}</tr>{rows}</table>'
+            f'{_correction(trace, t, lang, hidden)}</div>')
 
 
 def tree_narration(trace: StepTrace, notation: str = "leviathan", lang: str = "en") -> str:

@@ -27,6 +27,7 @@ from .export_folders import EXPORT_FILES, export_prefix
 from .i18n import tr
 from .page_settings import text_value
 from .plotting import empty_figure
+from .predict import Predict, conceal
 from .render import Status
 from .share import producer_of, settings_of
 
@@ -53,6 +54,7 @@ class Session:
         self.race = None                     # the tab's last race (core.race_record.Race): exported with the run
         self.race_settings: dict = {}        # the settings it ran with, by name
         self.race_lang = "en"               # the language it was drawn in (#lang may move while it runs)
+        self.predict = Predict()             # predict mode: on or off, the score of this run, the round asked
 
     def __deepcopy__(self, memo):  # gr.State deep-copies its initial value for each tab: a fresh session
         return Session()
@@ -65,6 +67,7 @@ class Session:
         """Free the run and its export now: the tab closed or the session expired."""
         self.run, self.viewing, self.playing, self.recorded = None, None, False, None
         self.kept_runs, self.race, self.race_settings = [], None, {}
+        self.predict.clear()
         drop_export(self)
 
     def keep_run(self) -> None:
@@ -117,17 +120,20 @@ def build_view(session: Session, notation: str, status: Status = Status(), lang:
                     render.round_summary(None, lang=lang))
     trace = traces[-1] if session.viewing is None else traces[session.viewing - 1]
     metrics = run.metrics()
-    return View(render.text_view(prompt, traces, trace.step, lang), render.step_card(trace, notation, len(traces), lang),
-                render.counters_html(metrics, run.device, run.config.lossy, run.baseline_tokens(), len(traces), lang,
-                                    draft_passes=traces[-1].counters.draft_calls, verify_costs=run.verify_costs(),
-                                    lookup=run.config.drafter == "lookup"),
+    hidden = session.predict.shown(run, trace, latest=trace is traces[-1])  # predict mode: parts still asked
+    return View(render.text_view(prompt, traces, trace.step, lang, hidden_step=trace.step if "end" in hidden else None),
+                render.step_card(trace, notation, len(traces), lang, hidden),
+                conceal(render.counters_html(metrics, run.device, run.config.lossy, run.baseline_tokens(), len(traces),
+                                             lang, draft_passes=traces[-1].counters.draft_calls,
+                                             verify_costs=run.verify_costs(), lookup=run.config.drafter == "lookup"),
+                        hidden),
                 render.narration(trace, notation, lang), step_figures.pq_figure(trace, notation, lang),
                 step_figures.uniform_figure(trace, notation, lang), step_figures.residual_figure(trace, notation, lang),
                 run_figures.history_figure(traces, notation, lang), trace.step, render.message_html(status),
                 render.analytics_html(metrics, lang), run_figures.analytics_figure(traces, metrics, notation, lang),
                 rejection_table(export.rejections(traces), notation, lang),
                 render.most_rejected_html(export.most_rejected(traces), lang),
-                render.round_summary(trace, notation, lang))
+                conceal(render.round_summary(trace, notation, lang), hidden))
 
 
 def step_session(session: Session, settings: RunSettings, lang: str = "en") -> Status:

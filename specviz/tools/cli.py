@@ -180,7 +180,8 @@ def cmd_report(args) -> int:
     o, best = summary["overall"], summary["best_gamma"]
     print(f"{len(summary['prompts'])} prompts, {o['steps']} steps: alpha {o['acceptance_rate']:.3f}, draft acceptance "
           f"rate {o['draft_acceptance_rate']:.3f}, mean acceptance length {o['mean_acceptance_length']:.2f}; "
-          f"best gamma {best['measured']} (x{best['speedup'] or 0:.2f}; Thm 3.8: {best['thm38']}); "
+          f"best gamma {best['measured']} (x{best['speedup'] or 0:.2f}; predicted with the measured verify cost: "
+          f"{best.get('predicted')}; Thm 3.8: {best['thm38']}); "
           f"wrote {args.out}/summary.json, traces.jsonl, report.html", file=sys.stderr)
     return 0
 

@@ -152,7 +152,8 @@ def _check(name: str, value, low: int, high: int) -> None:
 
 
 def run_loadtest(sessions: int = 30, steps: int = 30, churn: int = 200, churn_steps: int = 5,
-                 progress=sys.stderr) -> dict:
+                 progress=None) -> dict:
+    progress = sys.stderr if progress is None else progress  # looked up now: a caller may have redirected it
     _check("sessions", sessions, 2, 200)
     _check("steps", steps, 1, 100)
     _check("churn", churn, 0, 1000)
@@ -286,8 +287,9 @@ def _in_threads(calls) -> list:
 
 
 def run_attacks(heavy: str = "smollm2-local", light: str = "shakespeare", alternations: int = 5,
-                env: dict | None = None, progress=sys.stderr) -> dict:
+                env: dict | None = None, progress=None) -> dict:
     """The attack pass against a local server set up as a public Space offering `light` and `heavy`."""
+    progress = sys.stderr if progress is None else progress  # looked up now: a caller may have redirected it
     _check("alternations", alternations, 1, 50)
     space = {"SPACE_ID": "loadtest/specviz", "SPECVIZ_PRESET": light, "SPECVIZ_PRESETS": f"{light},{heavy}", **(env or {})}
     say = lambda text: print(text, file=progress, flush=True)

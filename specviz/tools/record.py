@@ -5,7 +5,8 @@ twin (`ComparedRun`, as the page steps) and a race of the same settings (as the 
 file (`core.tracefile`): the page opens the first of them, race lanes included, before any model loads. Each step has one sentence of what to notice (catalogue keys lesson.<name>.<step>, in
 en/zh/ja); the sentences describe the recorded rounds, so `expect` checks each round still has the shape its
 sentence describes: a re-recording after a change to the models or the decoders fails, naming the lesson and
-step, instead of shipping sentences that no longer fit.
+step, instead of shipping sentences that no longer fit. A lesson may also ask misconceptions (present/myths.py) before
+a round, in predict mode: the header's "questions" field, {"<step>": ["<id>", ...]}.
 """
 from __future__ import annotations
 
@@ -44,6 +45,11 @@ class Lesson:
     gamma: int = 4
     drafter: str = "model"
     max_new_tokens: int = 80
+    asks: tuple = ()              # (step, misconception ids) asked before that round in predict mode
+
+    def questions(self) -> dict:
+        """The header's "questions" field: {"<step>": [ids]}."""
+        return {str(step): list(ids) for step, ids in self.asks}
 
     def run_settings(self) -> RunSettings:
         return settings_from(PageSettings(notation="leviathan", preset=self.preset, prompt=self.prompt, gamma=self.gamma,
@@ -57,7 +63,8 @@ LESSON_RECIPES = {
     # a typical mix at T 0.5 (a kept prefix and a resample, bonus tokens, an early rejection), seed 35
     "typical": Lesson("typical", "shakespeare", "ROMEO.\nBut soft, what light", 0.5, 35, (
         "kept 2 of 4, resampled: 's me?'", "kept 4 of 4, bonus: '\\n\\n[Draw'", "kept 4 of 4, bonus: 's.]\\n\\n['",
-        "kept 1 of 4, resampled: 'Enter a'", "kept 4 of 4, bonus: ' MESSENGER.]\\n\\n'")),
+        "kept 1 of 4, resampled: 'Enter a'", "kept 4 of 4, bonus: ' MESSENGER.]\\n\\n'"),
+        asks=((1, ("argmax",)), (3, ("speedup",)), (5, ("same-text",)))),
     # the T = 0 limit: both distributions one-hot, the rule is the argmax test ("greedy match")
     "greedy": Lesson("greedy", "shakespeare", "ROMEO.\nBut soft, what light", 0.0, 8, (
         "kept 3 of 4, resampled: 's are the king'", "kept 4 of 4, bonus: '?\\n\\n[Enter'",
@@ -67,12 +74,14 @@ LESSON_RECIPES = {
     "copying": Lesson("copying", "smollm2-local", FIX_SPELLING, 0.0, 0, (
         "kept 0 of 4, resampled: 'The'", "kept 0 of 0, bonus: ' quick'", "kept 2 of 4, resampled: ' brown fox jumped'",
         "kept 0 of 0, bonus: ' over'", "kept 1 of 4, resampled: ' the lazy'", "kept 0 of 0, bonus: ' dog'",
-        "kept 4 of 4, bonus: '. It was a sunny'", "kept 4 of 4, bonus: ' day and the fox was'"), drafter=PromptLookup.kind),
+        "kept 4 of 4, bonus: '. It was a sunny'", "kept 4 of 4, bonus: ' day and the fox was'"), drafter=PromptLookup.kind,
+        asks=((1, ("family", "wasted")),)),
 }
 
 
-def record_lesson(lesson: Lesson, out: Path, progress=sys.stderr) -> Path:
+def record_lesson(lesson: Lesson, out: Path, progress=None) -> Path:
     """Run `lesson` for as many steps as it has sentences, check each round's shape, write <out>/<name>.jsonl."""
+    progress = sys.stderr if progress is None else progress  # looked up now: a caller may have redirected it
     run = ComparedRun(lesson.run_settings(), stateless=False, warm=WarmRuns(1))
     for step, wanted in enumerate(lesson.expect, 1):
         got = shape(run.step())
@@ -89,7 +98,7 @@ def record_lesson(lesson: Lesson, out: Path, progress=sys.stderr) -> Path:
     with open(path, "w", encoding="utf-8") as f:
         f.write(tracefile.header_line(producer_of(run), settings, [run.settings.prompt], lesson=lesson.name,
                                       baseline_call_s=[round(x, 6) for x in calls],
-                                      race=tracefile.race_entry(race, settings)))
+                                      race=tracefile.race_entry(race, settings), questions=lesson.questions()))
         for trace in run.traces:
             f.write(tracefile.step_line(trace))
     return path

@@ -161,7 +161,8 @@ def _mean_sweep(sweeps: list[dict]) -> dict | None:
 def run_report(prompts: list[str], out_dir: str | Path, *, preset=None, draft=None, target=None, device=None,
                gamma: int | str | list = 4, temperature: float = 1.0, top_k: int | None = None,
                top_p: float | None = None, runs: int = 1, max_new_tokens: int = 64, kl_budget: float = 0.0,
-               drafter: str = "model", gamma_max: int = GAMMA_MAX_DEFAULT, progress=sys.stderr) -> dict:
+               drafter: str = "model", gamma_max: int = GAMMA_MAX_DEFAULT, progress=None) -> dict:
+    progress = sys.stderr if progress is None else progress  # looked up now: a caller may have redirected it
     # 1. settings, validated before any model loads
     if isinstance(runs, bool) or not isinstance(runs, int) or not 1 <= runs <= 100:
         raise ValueError(f"runs must be a whole number in 1..100, not {runs!r}")
@@ -255,7 +256,7 @@ def compared_run(pair, prompt: str, config: DecodeConfig, lines, prompt_index: i
 
 def report_summary(done: ReportRuns, pair, settings: dict) -> dict:
     """summary.json: the best gamma, where and why the draft is rejected, in words, and every figure behind it."""
-    curve = done.verify.curve()
+    curve = done.verify.curve() if done.verify else None  # a report from traces times no passes
     auto = done.by_gamma.get(GAMMA_AUTO)  # gamma auto's rounds: their own entry, beside the fixed gammas
     by_gamma = {g: with_verify_cost(m, curve) for g, m in done.by_gamma.items() if g != GAMMA_AUTO}
     best = best_gamma(by_gamma, done.pooled_records, done.pooled_calls, curve)
@@ -269,7 +270,8 @@ def report_summary(done: ReportRuns, pair, settings: dict) -> dict:
                                          "acceptance length")) if x)
     ranks = rank_analysis.rank_analysis(done.all_traces)
     verify = {"curve": curve, "target_pass_ms": [1e3 * x for x in done.verify.seconds()],
-              "timed_passes_per_n": len(done.verify.times[0]), "context_tokens": len(done.verify.context)}
+              "timed_passes_per_n": len(done.verify.times[0]), "context_tokens": len(done.verify.context)} \
+        if done.verify else None
     return {"whatif": report_whatif(by_gamma, ranks["predicted_sibling_acceptance"], curve), "rank_analysis": ranks,
             "verify_cost": verify,
             "settings": settings,

@@ -25,12 +25,13 @@ from playwright.sync_api import sync_playwright  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 STEPS, PACE_S = 20, 1.5
-pytestmark = pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="needs Debian's chromium")
+pytestmark = [pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="needs Debian's chromium"), pytest.mark.slow, pytest.mark.alone]  # slow and alone: the real app in chromium at a person's pace, then a bench
 
 
 def serve() -> tuple[subprocess.Popen, str]:
     port = free_port()
     env = {**os.environ, "GRADIO_SERVER_PORT": str(port), "GRADIO_ANALYTICS_ENABLED": "False"}
+    env.pop("SPECVIZ_QUIET_WAIT_MS", None)  # the page as a visitor's runs: the default quiet wait (tests/conftest.py)
     server = subprocess.Popen([sys.executable, "app.py"], cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
                               stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}/"

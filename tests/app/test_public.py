@@ -97,6 +97,7 @@ def message_of(outputs, raw: bool = True) -> str:
 # ------------------------------------------------------------------ runs outlive anonymous traffic
 
 
+@pytest.mark.slow  # a load test: a flood of raw calls at a server
 def test_a_flood_of_anonymous_calls_leaves_a_visitors_run_intact(served):
     """A visitor steps 4 times; 3x the session capacity of raw /call/reset calls follow (each a session
     of its own); the visitor's next Step is Step 5 and gradio still holds at most CAPACITY sessions."""

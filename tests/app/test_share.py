@@ -229,9 +229,9 @@ def test_the_pages_first_paint_includes_the_lessons_recorded_race(forwards):
 
 
 def heavy_link(link: str, **settings) -> str:
-    """The attack of issue 48 on the bundled pair: γ 16, 8 drafts, 200 new tokens, step 100,000."""
+    """The attack of issue 48 on the bundled pair: γ 16, 8 drafts, 200 new tokens at T 1.5, step 100,000."""
     recipe = decode_recipe(link, LINK_SETTINGS)
-    heavy = {**recipe.settings, "gamma": 16, "drafts": 8, "max_new_tokens": 200, **settings}
+    heavy = {**recipe.settings, "gamma": 16, "drafts": 8, "max_new_tokens": 200, "temperature": 1.5, **settings}
     return encode_recipe(replace(recipe, settings=heavy, step=100_000))
 
 
@@ -247,48 +247,55 @@ def public_event(monkeypatch):
 
 def test_a_heavy_link_is_cut_to_the_steps_its_predicted_time_allows(stepped, pair, public_event, monkeypatch):
     """The cost book holds what a serving server has (this pair's Steps and its verify-cost curve); the heavy link's
-    replay is predicted long, holds a heavy slot, is cut to what fits in 4 s (or, where the shared machine runs slower
-    than its medians said, stopped at the deadline), and says which knobs to change, in the page's language."""
+    replay is predicted long, holds a heavy slot, is cut to what fits in the 1 s an event may run here (or, where the
+    shared machine runs slower than its medians said, stopped at the deadline), and says which knobs to change, in the
+    page's language. (On this 2-core CPU the whole replay takes 2 s and more.)"""
     from specviz.engine import limits
     from specviz.engine.serving import costs, replay
 
-    public_event(4)
+    public_event(1)
     costs.pair_verify_costs(pair)
     slots = []
     monkeypatch.setattr(limits, "heavy_slot",
                         lambda tokens, n, busy=None: slots.append(busy) or contextlib.nullcontext())
+    from specviz.engine.serving.run import ComparedRun
+
+    step, starts = ComparedRun.step, []
+    monkeypatch.setattr(ComparedRun, "step", lambda run: (starts.append(time.monotonic()), step(run))[1])
     start = time.monotonic()
     opened, view, settings, status = open_link_handler(Session(), heavy_link(stepped[1]), lang="en")
-    elapsed = time.monotonic() - start
-    assert status.error and "of the link's 100000" in status.text, status.text
-    assert "Replayed to step" in status.text or "was stopped at step" in status.text
-    assert all(knob in status.text for knob in ("γ 16", "8 drafts", "200 new tokens", "4 s", "smaller step"))
-    assert 1 <= len(opened.traces) < 100_000 and settings["gamma"] == 16  # the run is the tab's: Step goes on from it
-    assert elapsed < 5.0 and slots.count(replay.REPLAY_BUSY) == 1
-    zh = open_link_api(heavy_link(stepped[1], max_new_tokens=180), "zh")
-    assert not zh["ok"] and ("重放到" in zh["message"] or "步停止" in zh["message"]) and "γ 16" in zh["message"]
+    assert status.error and "of the link's 100000" in status.text or "its 100000 steps" in status.text, status.text
+    assert all(knob in status.text for knob in ("γ 16", "8 drafts", "200 new tokens", "1 s", "smaller step"))
+    if "not replayed" in status.text:  # a machine busy enough to price even one round past the second: refused
+        assert opened.run is None and settings is None
+    else:  # cut (or stopped where the machine ran slower than its medians): the run is the tab's, Step goes on from it
+        assert "Replayed to step" in status.text or "was stopped at step" in status.text
+        assert 1 <= len(opened.traces) < 100_000 and settings["gamma"] == 16
+        assert slots.count(replay.REPLAY_BUSY) == 1
+    assert not starts or max(starts) < start + 1.1  # no round started past the event's second
+    zh = open_link_api(heavy_link(stepped[1]), "zh")
+    assert not zh["ok"] and any(said in zh["message"] for said in ("重放到", "步停止", "未重放")) and "γ 16" in zh["message"]
 
 
 def test_a_replay_the_machine_makes_slower_than_predicted_stops_between_rounds_at_the_deadline(
         stepped, pair, public_event, monkeypatch):
     """A cost book that prices this round shape at 0.1 ms plans the whole replay; every Step then takes 0.25 s more
-    (a machine slower than predicted), so the 2 s deadline stops it between two rounds, within a round of it, with a
+    (a machine slower than predicted), so the 4 s deadline stops it between two rounds (none starts past it), with a
     message naming the step reached and the knobs."""
     from specviz.core.trace import StepRecord
     from specviz.engine.serving import costs
     from specviz.engine.serving.run import ComparedRun
 
-    public_event(2)
+    public_event(4)
     book = costs.CostBook()
     fast = StepRecord(gamma=16, n_accepted=16, n_examined=16, n_emitted=17, draft_s=1e-4, target_s=1e-4, step_s=2e-4)
     book.record(costs.pair_key(pair), ("model", 1, 16), target_s=[1e-4] * 64, rounds=[fast] * 64)  # the real first
     # Step adds its own forwards to these: the book's medians stay the planted ones
     monkeypatch.setattr(costs, "COSTS", book)
-    step = ComparedRun.step
-    monkeypatch.setattr(ComparedRun, "step", lambda run: (step(run), time.sleep(0.25))[0])
+    step, starts = ComparedRun.step, []
+    monkeypatch.setattr(ComparedRun, "step", lambda run: (starts.append(time.monotonic()), step(run), time.sleep(0.25))[1])
     start = time.monotonic()
     opened, _, settings, status = open_link_handler(Session(), heavy_link(stepped[1], drafts=1), lang="ja")
-    elapsed = time.monotonic() - start
     assert status.error and "止まりました" in status.text and "γ 16" in status.text, status.text
-    assert f"ステップ {len(opened.traces)} で" in status.text and 2 <= len(opened.traces) < 100_000
-    assert elapsed < 3.0, elapsed  # the deadline and at most one round past it
+    assert f"ステップ {len(opened.traces)} で" in status.text and 2 <= len(opened.traces) == len(starts) < 100_000
+    assert max(starts) < start + 4.1  # no round started past the deadline: it stopped between two rounds

@@ -13,6 +13,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 STANDIN = Path(__file__).resolve().parent / "zerogpu_standin"
+pytestmark = pytest.mark.slow  # fresh interpreters with a stand-in spaces module that forks workers
 
 LAUNCH_AS_A_SPACE = """
 import runpy

@@ -18,7 +18,8 @@ from specviz.core.sampling import (
     residual_distribution,
     verify,
 )
-from tests.core.test_sampling import random_probs, sample_first_tokens
+from tests import bulk
+from tests.core.test_sampling import random_probs
 from tests.stats import chi_square_pvalue
 
 
@@ -132,17 +133,42 @@ def test_batched_plan_equals_row_by_row():
 
 
 def test_mentored_verify_samples_from_the_plans_output_distribution():
-    """N = 10,000 seeded rounds (each plans by bisection): first tokens follow pi (chi-square
-    p > 1e-3), and the acceptance rate is sum q r within 4 sigma."""
+    """N = 200,000 rounds at half the pair's KL as budget (gamma = 1, V = 8), decided in one verify_round call with
+    the plan of that budget (the next test: `verify` decides so): first tokens follow pi (chi-square p > 1e-3 over at most
+    8 bins; catches w >= 0.013 with power 0.9, where the former 10,000 rounds of `verify` caught w >= 0.056), and the
+    acceptance rate is sum q r within 4 sigma and above exact decoding's."""
     target, draft = pair(5, 8, 0.8)
     budget = 0.5 * kl_divergence(target, draft).item()
-    plan = mentored_plan(target.float() / target.float().sum(), draft.float() / draft.float().sum(), budget)
-    counts, accepted = sample_first_tokens(target, draft, 10_000, seed=9, kl_budget=budget)
-    assert chi_square_pvalue(counts.numpy(), plan.output_probs.double().numpy()) > 1e-3
-    sigma = (plan.acceptance_rate * (1 - plan.acceptance_rate) / 10_000) ** 0.5
-    assert abs(accepted / 10_000 - plan.acceptance_rate) <= 4 * sigma
+    target, draft = target.float() / target.float().sum(), draft.float() / draft.float().sum()
+    plan = mentored_plan(target, draft, budget)
+    n = 200_000
+    out = bulk.rounds(torch.stack([target, target]), draft[None], n, seed=9, plan=mentored_plan(target[None], draft[None], budget))
+    counts = np.bincount(out.tokens[:, 0].numpy(), minlength=8)
+    assert chi_square_pvalue(counts, plan.output_probs.double().numpy()) > 1e-3
+    sigma = (plan.acceptance_rate * (1 - plan.acceptance_rate) / n) ** 0.5
+    assert abs(out.accepted[:, 0].double().mean().item() - plan.acceptance_rate) <= 4 * sigma
     assert plan.acceptance_rate > acceptance_rate(target, draft).item()
 
+
+def test_mentored_verify_decides_with_the_plan_of_its_budget():
+    """`verify(kl_budget=b)` draws as verify_round with the plan of b does (the bulk law above): 200 seeded rounds
+    agree draw for draw, and a plan of another budget disagrees on some."""
+    from specviz.core.sampling import verify_round
+
+    target, draft = pair(6, 8, 0.8)
+    target2, draft1 = torch.stack([target, target]).float(), draft.float()[None]
+    budget = 0.5 * kl_divergence(target, draft).item()
+    plan, other = mentored_plan(target2[:1], draft1, budget), mentored_plan(target2[:1], draft1, budget / 4)
+    differs = 0
+    for seed in range(200):
+        x = torch.multinomial(draft1[0], 1, generator=torch.Generator().manual_seed(500 + seed))
+        gen = torch.Generator().manual_seed(seed)
+        uniforms = torch.cat([torch.rand(1, generator=gen, dtype=torch.float32).double(),
+                              torch.rand(1, generator=gen, dtype=torch.float64)])
+        got = verify(target2, draft1, x, kl_budget=budget, generator=torch.Generator().manual_seed(seed))
+        assert got.tokens == verify_round(target2, draft1, x, uniforms, plan=plan).tokens[: got.n_accepted + 1].tolist()
+        differs += got.tokens != verify_round(target2, draft1, x, uniforms, plan=other).tokens[: got.n_accepted + 1].tolist()
+    assert differs > 0
 
 def test_mentored_verify_reports_the_plans_chance_at_every_drafted_position():
     gen = torch.Generator().manual_seed(6)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import itertools
 import re
 
+import numpy as np
 import pytest
 import torch
 
@@ -19,12 +20,15 @@ from specviz.core.sampling import (
     residual_distribution,
     tv_distance,
     verify,
+    verify_round,
 )
 from specviz.core.warping import warp
+from tests import bulk
 from tests.stats import chi_square_pvalue
 
 P_MIN = 1e-3
 N_SAMPLES = 20_000
+N_BULK = 200_000  # rounds decided in one verify_round call
 
 
 def normalise(x):
@@ -161,35 +165,43 @@ def test_rejection_mass_equals_residual_normaliser():
 # ----------------------------------------------------------------------------- exactness by sampling
 
 
-def sample_first_tokens(target, draft, n, seed, kl_budget=0.0):
-    """n one-position verify rounds: returns (counts of first emitted token, acceptance count)."""
-    gen = torch.Generator().manual_seed(seed)
-    drafted = torch.multinomial(draft.float(), n, replacement=True, generator=gen)
-    target2 = torch.stack([target, target]).float()
-    target2 = target2 / target2.sum(-1, keepdim=True)
-    draft1 = (draft / draft.sum()).float().unsqueeze(0)
-    counts = torch.zeros(target.shape[-1])
-    accepted = 0
-    for x in drafted.tolist():
-        out = verify(target2, draft1, torch.tensor([x]), kl_budget=kl_budget, generator=gen)
-        counts[out.tokens[0]] += 1
-        accepted += out.n_accepted
-    return counts, accepted
+def test_verify_decides_as_verify_round_does_on_the_uniforms_it_draws():
+    """`verify` (the checked, host-side round) adds checks and one read to `verify_round`, whose law the bulk
+    tests below prove: for 300 seeded rounds of every pair its tokens are verify_round's on the uniforms it drew
+    (gamma in the accept chances' dtype, then one float64 for the last token), draw for draw."""
+    for name, (target, draft) in PAIRS.items():
+        target2 = torch.stack([target, target]).float()
+        draft1 = draft.float().unsqueeze(0)
+        for seed in range(50):
+            x = torch.multinomial(draft1[0], 1, generator=torch.Generator().manual_seed(1_000 + seed))
+            gen = torch.Generator().manual_seed(seed)
+            uniforms = torch.cat([torch.rand(1, generator=gen, dtype=torch.float32).double(),
+                                  torch.rand(1, generator=gen, dtype=torch.float64)])
+            expected = verify_round(target2, draft1, x, uniforms)
+            got = verify(target2, draft1, x, generator=torch.Generator().manual_seed(seed))
+            n = int(expected.n_accepted)
+            assert (got.n_accepted, got.tokens) == (n, expected.tokens[: n + 1].tolist()), (name, seed)
 
 
 @pytest.mark.parametrize("seed, name", list(enumerate(PAIRS)))
 def test_first_emitted_token_is_distributed_as_target(seed, name):
-    """N = 20,000 seeded rounds per pair (a fixed seed per pair, the same in every process);
-    chi-square p > 1e-3; acceptance within 4 sigma of sum min(p, q)."""
+    """N = 200,000 rounds per pair (gamma = 2, the second position's rows random), decided in one call of
+    verify_round: chi-square of the first emitted token against p, p > 1e-3, over bins of >= 5% mass (at most 8 here);
+    it catches any law at Cohen's w >= 0.013 from p with power 0.9 (`stats.detectable_effect`; e.g. 0.4% of the mass
+    moved between two bins of 20%; at the former 20,000 rounds, w >= 0.040). Acceptance within 4 sigma of sum min(p, q)."""
     target, draft = PAIRS[name]
-    counts, accepted = sample_first_tokens(target, draft, N_SAMPLES, seed=100 + seed)
+    gen = torch.Generator().manual_seed(100 + seed)
+    target_rows = torch.stack([target, random_probs(gen, (V,)), random_probs(gen, (V,))])  # [gamma+1, V]
+    draft_rows = torch.stack([draft, random_probs(gen, (V,))])                            # [gamma, V]
+    out = bulk.rounds(target_rows, draft_rows, N_BULK, seed=100 + seed)
+    counts = np.bincount(out.tokens[:, 0].numpy(), minlength=V)
     if (target > 0).sum() == 1:  # a one-hot target: nothing for a chi-square to weigh, every token must be it
-        assert counts[target.argmax()] == N_SAMPLES
+        assert counts[int(target.argmax())] == N_BULK
     else:
-        assert chi_square_pvalue(counts.numpy(), target.numpy()) > P_MIN
+        assert chi_square_pvalue(counts, target.numpy()) > P_MIN
     expected = acceptance_rate(target, draft).item()
-    sigma = (expected * (1 - expected) / N_SAMPLES) ** 0.5
-    assert abs(accepted / N_SAMPLES - expected) <= 4 * sigma + 1e-9
+    sigma = (expected * (1 - expected) / N_BULK) ** 0.5
+    assert abs(out.accepted[:, 0].double().mean().item() - expected) <= 4 * sigma + 1e-9
 
 
 def test_three_position_joint_law_matches_target_chain_by_exact_enumeration():
@@ -240,26 +252,18 @@ def test_three_position_joint_law_matches_target_chain_by_exact_enumeration():
 
 
 def test_three_position_joint_law_matches_target_chain_by_sampling():
-    """N = 20,000 seeded runs of verify (gamma = 3, V = 3) until 3 tokens: chi-square over 27 sequences."""
+    """N = 200,000 samples (gamma = 3, V = 3, prefix-dependent rows) advanced round by round in bulk until 3 tokens:
+    chi-square over the 27 sequences (at most 20 bins of >= 5% mass), p > 1e-3; catches w >= 0.015 with power 0.9
+    (at the former 20,000 runs: w >= 0.046)."""
     vocab, gamma, horizon = 3, 3, 3
     gen = torch.Generator().manual_seed(8)
     tables_t = {pre: random_probs(gen, (vocab,), 0.7).float() for n in range(horizon + gamma + 1)
                 for pre in itertools.product(range(vocab), repeat=n)}
     tables_d = {pre: random_probs(gen, (vocab,), 0.7).float() for pre in tables_t}
-    counts = {}
-    for _ in range(N_SAMPLES):
-        prefix = ()
-        while len(prefix) < horizon:
-            drafts = ()
-            for _ in range(gamma):
-                drafts += (int(torch.multinomial(tables_d[prefix + drafts], 1, generator=gen)),)
-            q = torch.stack([tables_d[prefix + drafts[:i]] for i in range(gamma)])
-            p = torch.stack([tables_t[prefix + drafts[:i]] for i in range(gamma + 1)])
-            prefix += tuple(verify(p, q, torch.tensor(drafts), generator=gen).tokens)
-        counts[prefix[:horizon]] = counts.get(prefix[:horizon], 0) + 1
+    tables = bulk.PrefixTables(tables_t, tables_d, vocab)
+    counts = bulk.emitted_sequences(tables, gamma, horizon, N_BULK, seed=8)
     seqs = list(itertools.product(range(vocab), repeat=horizon))
-    expected = [float(tables_t[()][s[0]] * tables_t[s[:1]][s[1]] * tables_t[s[:2]][s[2]]) for s in seqs]
-    assert chi_square_pvalue([counts.get(s, 0) for s in seqs], expected) > P_MIN
+    assert chi_square_pvalue(counts, [tables.law(s) for s in seqs]) > P_MIN
 
 
 # ----------------------------------------------------------------------------- warping and greedy

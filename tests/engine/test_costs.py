@@ -15,6 +15,7 @@ from specviz.engine import limits
 from specviz.engine.serving.costs import (
     CostBook,
     ForwardCosts,
+    VerifyCostTimer,
     measure_verify_costs,
     pair_key,
     predict_race_s,
@@ -95,21 +96,31 @@ def sleepy_pair(planted: list[float], base_s: float = 0.02):
                            encode=lambda text: [1, 2, 3])
 
 
+def test_a_busy_moment_in_one_sweep_leaves_the_curve_as_planted():
+    """Each sweep's passes are divided by that sweep's one-position pass: a sweep where everything ran 3 times slower,
+    and one where a single pass did, move no V(n) (the median over 5 sweeps)."""
+    pair = sleepy_pair([1.0, 1.5, 2.0], base_s=0.005)
+    timer = VerifyCostTimer(pair, 3)
+    timer.times = [[0.005, 0.015, 0.005, 0.005, 0.005], [0.0075, 0.0225, 0.0075, 0.05, 0.0075],
+                   [0.010, 0.030, 0.010, 0.010, 0.010]]
+    assert timer.curve() == pytest.approx([1.0, 1.5, 2.0])
+
+
 def test_the_measured_curve_is_the_planted_one_and_goes_into_the_book():
     """A target that sleeps 20 ms · V(n) for a pass over n positions, V planted from 1 to 2: the medians of 2 blocks
-    of 3 timed passes per n give every V(n) within 10% (sleep overshoots by well under a millisecond, 5% of 20 ms),
-    and the book keeps the seconds: a one-token pass of 20 ms."""
+    of 3 timed sweeps give every V(n) within 10% (sleep overshoots by well under a millisecond, 5% of 20 ms), and the
+    book keeps the curve and a one-token pass of 20 ms."""
     planted = [1.0, 1.25, 1.5, 2.0]
     pair, book = sleepy_pair(planted), CostBook()
     curve = measure_verify_costs(pair, 4, blocks=2, block=3, book=book)
     assert curve[0] == 1.0 and curve == pytest.approx(planted, rel=0.1)
     assert book.verify_curve(pair_key(pair)) == pytest.approx(curve)
     assert book.costs(pair_key(pair), ("model", 1, 2)).target_s == pytest.approx(0.02, rel=0.1)
-    timed = pair.target.passes[1:]  # after the context's prefill: per block and n, 2 untimed passes then 3 timed
-    assert timed == [n for _ in range(2) for n in (1, 2, 3, 4) for _ in range(5)]
+    timed = pair.target.passes[1:]  # after the context's prefill: per block one untimed sweep, then 3 timed
+    assert timed == [n for _ in range(2) for _ in range(4) for n in (1, 2, 3, 4)]
 
 
-def test_the_measurement_holds_the_clock_for_one_n_at_a_time_and_stops_at_the_deadline():
+def test_the_measurement_holds_the_clock_for_one_sweep_at_a_time_and_stops_at_the_deadline():
     pair, held = sleepy_pair([1.0, 1.0, 1.0], base_s=0.001), []
 
     @contextlib.contextmanager
@@ -118,7 +129,7 @@ def test_the_measurement_holds_the_clock_for_one_n_at_a_time_and_stops_at_the_de
         yield
 
     measure_verify_costs(pair, 3, blocks=2, block=2, hold=hold, book=CostBook())
-    assert len(held) == 6 and all(b - a == 4 for a, b in zip(held, held[1:]))  # 2 untimed + 2 timed passes per hold
+    assert len(held) == 6 and all(b - a == 3 for a, b in zip(held, held[1:]))  # a sweep (n = 1, 2, 3) per hold
     with limits.event_deadline(0.001):
         time.sleep(0.01)
         with pytest.raises(limits.EventTimeout):
@@ -131,7 +142,7 @@ def test_a_round_shape_never_timed_is_priced_from_the_curve():
     (3 rows of 3 positions: V(9), on the line 1.8 + 4 × 0.2) 26 ms and 3 × 5 ms; each at the worst case of one token
     a round until a round of its own was timed."""
     book, pair = CostBook(), ("p", "cpu")
-    book.record_verify_curve(pair, [0.010, 0.012, 0.014, 0.016, 0.018])
+    book.record_verify_curve(pair, [1.0, 1.2, 1.4, 1.6, 1.8], 0.010)
     book.record(pair, ("model", 1, 4), target_s=[0.010], rounds=[_round(3, 0.020, 0.018)])
     one = book.costs(pair, ("model", 1, 3))
     assert one.verify_from_curve and one.verify_s == pytest.approx(0.016) and one.draft_s == pytest.approx(0.005)
@@ -163,7 +174,7 @@ def test_a_never_timed_shape_bounds_the_simulated_race_and_a_timed_one_predicts_
     in the book (their median tokens a round, 2) it is within 25% of their mean (the median of a round's tokens, 2,
     sits under their mean, 2.2: the book leans long)."""
     book, pair, shape = CostBook(), ("p", "cpu"), ("model", 1, 4)
-    book.record_verify_curve(pair, [0.010, 0.011, 0.012, 0.0135, 0.015])
+    book.record_verify_curve(pair, [1.0, 1.1, 1.2, 1.35, 1.5], 0.010)
     book.record(pair, ("model", 1, 2), target_s=[0.010], rounds=[_round(2, 0.002, 0.012, gamma=2)])
     simulated = [simulated_race_s(0.6, 4, 0.1, 1.5, 0.010, 400, seed) for seed in range(5)]
     bound = predict_race_s(0, 400, 4, book.costs(pair, shape))

@@ -11,7 +11,7 @@ from specviz.core.config import DecodeConfig
 from specviz.core.metrics import metric_set
 from specviz.core.trace import StepTrace
 from specviz.engine.decoding.decoders import DecodingFinished, SpeculativeDecoder
-from tests.engine.first_token import first_token_pvalue
+from tests.engine.first_token import bulk_first_token_pvalue, first_token_pvalue
 from tests.engine.greedy import greedy_parity
 
 PROMPTS = ["ROMEO.\nBut soft, what light", "KING.\nNow is the time", "HAMLET.\nTo be, or not"]
@@ -23,13 +23,26 @@ def test_greedy_speculative_equals_target_only_and_hf_generate(pair, gamma):
         greedy_parity(pair, prompt, DecodeConfig(gamma=gamma, temperature=0, max_new_tokens=24))
 
 
-@pytest.mark.parametrize("warping", [{}, {"top_k": 20}, {"top_p": 0.8, "temperature": 0.8}])
+WARPINGS = [{}, {"top_k": 20}, {"top_p": 0.8, "temperature": 0.8}]
+# end to end, the plain warping in the fast tier; the truncating ones are slow (their law: the bulk test, every tier)
+END_TO_END = [WARPINGS[0], *(pytest.param(w, marks=pytest.mark.slow) for w in WARPINGS[1:])]
+
+
+@pytest.mark.parametrize("warping", END_TO_END)
 def test_first_sampled_token_follows_the_warped_target(pair, warping):
-    """N = 2,000 seeded one-step runs (gamma = 2) per warping; chi-square p > 1e-3 against the
-    target's warped next-token distribution, computed by a plain forward pass."""
+    """The plumbing: RUNS = 400 seeded one-step decoder runs (gamma = 2) per warping; chi-square p > 1e-3 against the
+    target's warped next-token distribution, computed by a plain forward pass (power: tests/engine/first_token.py)."""
     prompt = "KING"  # one token: nothing to prefill, so each run costs three small forwards
     config = DecodeConfig(gamma=2, max_new_tokens=1, record=False, **warping)
     assert first_token_pvalue(pair, prompt, config) > 1e-3
+
+
+@pytest.mark.parametrize("warping", WARPINGS)
+def test_the_round_on_the_pairs_own_rows_emits_the_warped_target(pair, warping):
+    """The law: 10,000 rounds of the decision code on the pair's warped rows at "KING" (float32, 4,096 tokens, the
+    warping's zeros); chi-square p > 1e-3 against p from a plain forward (power: tests/engine/first_token.py)."""
+    config = DecodeConfig(gamma=2, max_new_tokens=1, record=False, **warping)
+    assert bulk_first_token_pvalue(pair, "KING", config) > 1e-3
 
 
 def test_cached_logits_after_rejections_equal_a_fresh_forward(pair):
@@ -64,6 +77,7 @@ def test_same_seed_same_trace_whatever_runs_in_between(pair):
     assert a.generated_ids == b.generated_ids
 
 
+@pytest.mark.slow  # a long statistical test: 1,200 tokens decoded
 def test_tokens_per_target_call_agree_with_theory(pair):
     """About 300 steps at gamma = 4 (6 seeded runs of 200 tokens): tokens per target call is within
     10% of (1 - a^5) / (1 - a) for the pooled acceptance rate a (the formula assumes i.i.d.

@@ -88,9 +88,11 @@ def test_a_registered_drafter_at_t0_emits_what_the_target_alone_does(repeat, pai
     greedy_parity(pair, PROMPT, DecodeConfig(**{**repeat.__dict__, "temperature": 0, "max_new_tokens": 24}))
 
 
+@pytest.mark.slow  # a long statistical test: hundreds of decoder runs
 def test_a_registered_drafters_first_token_follows_the_target(repeat, pair):
-    """N = 2,000 seeded one-round runs at T = 1 of the toy drafter (every round verifies 3 repeated tokens);
-    chi-square p > 1e-3 against the target's next-token distribution from a plain forward pass."""
+    """RUNS = 400 seeded one-round runs at T = 1 of the toy drafter (every round verifies 3 repeated tokens);
+    chi-square p > 1e-3 against the target's next-token distribution from a plain forward pass (power:
+    tests/engine/first_token.py; the law of a one-hot q on real rows: test_lookup_decoder.py in bulk)."""
     config = DecodeConfig(**{**repeat.__dict__, "max_new_tokens": 1, "record": False})
     assert first_token_pvalue(pair, PROMPT, config) > 1e-3
 

@@ -11,6 +11,8 @@ import pytest
 
 from specviz.engine.models.presets import ASSETS
 
+pytestmark = pytest.mark.slow  # fresh interpreters on a fabricated hub cache
+
 COMMIT = "0123456789abcdef0123456789abcdef01234567"
 CHAT = ("{% for m in messages %}<{{ m['role'] }}>{{ m['content'] }}\n{% endfor %}"
         "{% if add_generation_prompt %}<assistant>{% endif %}")

@@ -28,12 +28,13 @@ def test_cuda_dtype_is_bf16_only_where_it_is_native(monkeypatch, native_bf16, ex
 
 
 def test_loading_one_pair_never_blocks_a_pair_already_loaded(pair, monkeypatch):
-    """A 3 s fake load of another pair runs in a thread; the loaded pair is handed out at once."""
-    started = threading.Event()
+    """A fake load of another pair runs in a thread and lasts until the test ends it; the loaded pair is handed out
+    at once meanwhile."""
+    started, release = threading.Event(), threading.Event()
 
     def slow_load(spec, device, dtype):
         started.set()
-        time.sleep(3)
+        release.wait(30)  # the load lasts until the loaded pair has been handed out
         raise presets.ModelLoadError("fake: never finishes loading")
     monkeypatch.setattr(loading, "_load", slow_load)
     monkeypatch.setattr(loading, "check_fits", lambda *a: None)
@@ -44,7 +45,8 @@ def test_loading_one_pair_never_blocks_a_pair_already_loaded(pair, monkeypatch):
     t0 = time.perf_counter()
     served = loading.load_pair("shakespeare", device="cpu")
     assert served is pair and served.name == "shakespeare" and served.draft is pair.draft
-    assert time.perf_counter() - t0 < 0.5
+    assert time.perf_counter() - t0 < 0.5 and worker.is_alive()  # the other load still runs
+    release.set()
     worker.join()
 
 
@@ -188,11 +190,12 @@ def test_a_slow_load_fails_in_time_and_is_cached_when_it_ends(monkeypatch):
     from specviz.core.config import DecodeConfig
     from specviz.engine.serving.run import RunSettings
 
-    made = []
+    made, release, finished = [], threading.Event(), threading.Event()
 
     def slow(spec, device, dtype):
-        time.sleep(2.5)
+        release.wait(30)  # the load lasts past both callers' time limits, until the test ends it
         made.append(spec.name)
+        finished.set()
         return loading.ModelPair(None, None, None, 0, device, dtype, spec.name)
     monkeypatch.setattr(loading, "_load", slow)
     monkeypatch.setattr(loading, "check_fits", lambda *a: None)
@@ -205,7 +208,8 @@ def test_a_slow_load_fails_in_time_and_is_cached_when_it_ends(monkeypatch):
     assert time.perf_counter() - t0 < 2.0
     with pytest.raises(presets.ModelLoadError):  # a second caller waits on the same load, not a new one
         loading.load_pair(slowpoke, device="cpu", timeout=0.2)
-    time.sleep(1.5)
+    release.set()
+    assert finished.wait(10)
     done = loading.load_pair(slowpoke, device="cpu")
     assert done.name == "slowpoke" and made == ["slowpoke"]
     loading._CACHE.pop(loading.pair_key(slowpoke, torch.device("cpu"), torch.float32))

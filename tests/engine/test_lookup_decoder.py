@@ -7,7 +7,7 @@ from specviz.core.config import DecodeConfig
 from specviz.core.trace import LookupTrace, StepTrace
 from specviz.engine.decoding.factory import make_decoder
 from specviz.engine.decoding.lookup_draft import PromptLookup
-from tests.engine.first_token import first_token_pvalue
+from tests.engine.first_token import bulk_first_token_pvalue, first_token_pvalue
 from tests.engine.greedy import greedy_parity
 
 PROMPTS = ["ROMEO.\nBut soft, what light", "KING.\nNow is the time", "HAMLET.\nTo be, or not to be, that is"]
@@ -32,11 +32,17 @@ def test_greedy_lookup_equals_target_only_and_hf_generate(pair, gamma):
 
 
 def test_first_sampled_token_follows_the_target_when_copied_drafts_are_verified(pair):
-    """N = 2,000 seeded one-round runs at T = 1 whose round verifies a copied draft; chi-square p > 1e-3
-    against the target's next-token distribution from a plain forward pass."""
+    """The plumbing: RUNS = 400 seeded one-round runs at T = 1 whose round verifies a copied draft; chi-square p > 1e-3
+    against the target's next-token distribution from a plain forward pass (power: tests/engine/first_token.py)."""
     config = lookup(gamma=4, max_new_tokens=1, record=False)
     assert len(make_decoder(pair, REPEATED, lookup(gamma=4)).step().positions) == 3
     assert first_token_pvalue(pair, REPEATED, config) > 1e-3
+
+
+def test_a_copied_round_on_the_pairs_own_rows_emits_the_target(pair):
+    """The law: 10,000 rounds of the decision code with the lookup's one-hot q (accepted with chance p(x), else drawn
+    from p without x) on the target's row at the copied context; chi-square p > 1e-3 against p."""
+    assert bulk_first_token_pvalue(pair, REPEATED, lookup(gamma=4, max_new_tokens=1, record=False)) > 1e-3
 
 
 def test_a_copied_round_shows_q_at_one_accept_chance_p_and_the_residual_p_without_x(pair):

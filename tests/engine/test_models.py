@@ -54,6 +54,7 @@ def test_unknown_preset_and_unreachable_hub_id_give_clear_errors():
         load_pair(draft="no-such-org/no-such-model", target="gpt2")
 
 
+@pytest.mark.slow  # a fresh interpreter trains a pair
 def test_training_script_produces_loadable_folders(tmp_path):
     """A seconds-long run on a corpus of the test's own writes folders from_pretrained loads (the repository
     carries no corpus: `python -m specviz corpus` fetches the bundled pair's)."""

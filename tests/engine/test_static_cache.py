@@ -16,6 +16,7 @@ from specviz.engine.decoding.decoders import TargetOnlyDecoder
 from specviz.engine.decoding.factory import make_decoder
 from specviz.engine.models.shapes import ARCHITECTURES, random_model
 from specviz.engine.settings import Deployment
+from tests.engine import first_token
 from tests.stats import chi_square_pvalue
 
 
@@ -87,10 +88,12 @@ def test_a_static_decoder_draws_the_same_tokens_as_a_dynamic_one(pair, temperatu
         assert base.generated_ids == runs[1].generated_ids
 
 
+@pytest.mark.slow  # hundreds of rounds on the static cache
 def test_the_token_after_rejections_follows_the_target_law_with_a_static_cache(pair):
-    """N = 2,000 seeded rounds (gamma = 3), each a fork of one static decoder that has run until a round
+    """RUNS = 400 seeded rounds (gamma = 3), each a fork of one static decoder that has run until a round
     rejected a draft (so stale keys sit past its length); chi-square p > 1e-3 of the first token each
-    emits against the target's law at that position, from a plain forward."""
+    emits against the target's law at that position, from a plain forward (power: tests/engine/first_token.py;
+    the rewound decoder of test_rewind.py asks the same of one decoder reseeded in place)."""
     config = DecodeConfig(gamma=3, max_new_tokens=60, seed=1, record=False)
     start = make_decoder(pair, "HAMLET.\nTo be, or not", config, static_cache=True)
     while start.counters.accepted == start.counters.examined:
@@ -100,7 +103,7 @@ def test_the_token_after_rejections_follows_the_target_law_with_a_static_cache(p
     with torch.inference_mode():
         expected = config.warp(pair.target(torch.tensor([start.tokens], device=pair.device)).logits[0, -1, : pair.vocab_size])
     counts = torch.zeros(pair.vocab_size)
-    for seed in range(2_000):
+    for seed in range(first_token.RUNS):
         run = start.fork(seed)
         run.step()
         counts[run.tokens[len(start.tokens)]] += 1

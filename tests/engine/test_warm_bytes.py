@@ -15,6 +15,8 @@ from specviz.engine.models.presets import ModelLoadError, Preset, pair_ref
 from specviz.engine.serving.run import ComparedRun, RunSettings, WarmRuns
 from specviz.present.views import Session, step_session
 
+pytestmark = pytest.mark.slow  # servers of their own filled to their memory budgets
+
 LONG = "KING.\nNow is the winter of our discontent made glorious summer by this sun of York. " * 12
 
 

@@ -81,14 +81,14 @@ def test_the_counters_carry_the_line_under_the_speed_argument():
     assert "Thm 3.8, where a verify costs one pass, predicts ×1.09; best γ 3 by Thm 3.8, 1 with the measured costs" in page
 
 
-def test_a_run_measures_the_pairs_verify_curve_once_its_timings_count(pair, page_settings):
+def test_a_run_measures_the_pairs_verify_curve_once_its_timings_count(pair, page_settings, monkeypatch):
     """Before MIN_TIMED Steps no curve; at the MIN_TIMED-th the Step measures V(1..9) once and says so; the next Step
     measures nothing."""
     from specviz.engine.serving import costs
     from specviz.present.page_settings import settings_from
     from specviz.present.views import Session, step_session
 
-    costs.COSTS._curves.pop(costs.pair_key(pair), None)
+    monkeypatch.setattr(costs, "COSTS", costs.CostBook())  # a fresh process: no curve measured yet
     session, settings = Session(), settings_from(page_settings(seed=5, max_new_tokens=120, gamma=2))
     notes = [step_session(session, settings).text for _ in range(MIN_TIMED + 1)]
     curve = session.run.verify_costs()

@@ -1,4 +1,6 @@
 """tools.bench's forward-only round: exactly the round's forwards, and the caches left as they started."""
+import pytest
+
 from specviz.engine.caches.cache import CachedModel
 from specviz.tools.bench import forward_only_round_ms
 
@@ -50,6 +52,7 @@ def test_the_engine_twins_are_the_pair_without_its_cpu_choices(monkeypatch):
                                         device=cpu)) == (None, None)
 
 
+@pytest.mark.slow  # a whole quick bench on a tiny pair
 def test_run_bench_times_the_twins_beside_the_pair(monkeypatch, tmp_path):
     """On a tiny pair loaded as a large one would be on a bf16 CPU (bars lowered), `bench` reports the draft's
     dtype and the twins' per-call times in its JSON; each is a positive time."""
@@ -68,6 +71,7 @@ def test_run_bench_times_the_twins_beside_the_pair(monkeypatch, tmp_path):
         assert result[key] > 0, key
 
 
+@pytest.mark.slow  # the bench times 23 Steps
 def test_the_live_counters_are_read_after_the_asked_steps_even_past_max_new_tokens(pair):
     """bench compares the page's counters with its own figure after LIVE_STEPS Steps: the run behind them
     is lengthened to hold that many rounds (here 3 rounds of up to 5 tokens against max_new_tokens 4), and

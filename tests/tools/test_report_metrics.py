@@ -4,17 +4,16 @@ from __future__ import annotations
 import http.server
 import json
 import socket
-import subprocess
-import sys
 import threading
 
 import pytest
 
+from tests import cli_runner
 from tests.core.test_production import ONE, vllm_scrape
 
 
 def run_cli(*args):
-    return subprocess.run([sys.executable, "-m", "specviz", "report", *args], capture_output=True, text=True, timeout=120)
+    return cli_runner.run_cli("report", *args)
 
 
 def test_one_scrape_file_writes_summary_and_page(tmp_path):

@@ -8,11 +8,10 @@ n > 1 body whose stats are null. The oracle counts the hand-written steps by han
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import pytest
 
+from tests import cli_runner
 from tests.core.test_production import ONE
 
 # request A, "detailed": 4 steps of k = 3 accepting 3, 0, 1, 3 drafts
@@ -32,7 +31,7 @@ NULL = {"id": "cmpl-c", "model": "m", "choices": [{}, {}], "metrics": {"speculat
 
 
 def run_cli(*args):
-    return subprocess.run([sys.executable, "-m", "specviz", "report", *args], capture_output=True, text=True, timeout=120)
+    return cli_runner.run_cli("report", *args)
 
 
 def jsonl(tmp_path, name="bodies.jsonl"):
@@ -97,8 +96,8 @@ def test_a_file_that_is_not_bodies_is_a_one_line_error_naming_it(tmp_path, conte
 
 
 def test_whatif_reads_the_per_position_curve_of_response_bodies(tmp_path):
-    out = subprocess.run([sys.executable, "-m", "specviz", "whatif", "--from-metrics", str(jsonl(tmp_path)),
-                          "--cost-ratio", "0.1", "--gammas", "3", "--json"], capture_output=True, text=True, timeout=120)
+    out = cli_runner.run_cli("whatif", "--from-metrics", str(jsonl(tmp_path)), "--cost-ratio", "0.1", "--gammas", "3",
+                             "--json")
     assert out.returncode == 0, out.stderr
     row = json.loads(out.stdout)["table"][0]
     assert row["acceptance_length"] == pytest.approx(1 + 4 / 7 + 3 / 7 + 2 / 7)

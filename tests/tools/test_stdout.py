@@ -11,6 +11,8 @@ import pytest
 
 from specviz.engine.models import smollm2
 
+pytestmark = pytest.mark.slow  # a fresh interpreter on an empty model cache
+
 ROOT = Path(__file__).resolve().parents[2]
 
 

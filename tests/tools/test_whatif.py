@@ -122,6 +122,7 @@ def full_round_lengths(pair, gamma: int, seeds: range) -> tuple[list[float], lis
     return [r.n_accepted + 1 for r in records], records
 
 
+@pytest.mark.slow  # a long statistical test: decoding runs at two gammas
 def test_a_gamma_4_run_predicts_the_gamma_2_acceptance_length_within_three_standard_errors(pair):
     # gamma 4: 6 seeds x 3 prompts (about 300 rounds), gamma 2: 3 other seeds x 3 prompts (about 220 rounds). Both
     # sides are samples: the prediction's error is estimated from the gamma 4 rounds cut at 2 drafts

@@ -98,7 +98,7 @@ class CostBook:
 
     def __init__(self):
         self._samples: dict[tuple, deque] = {}
-        self._curves: dict[tuple, list[float]] = {}  # per pair: seconds of a target pass over 1, 2, ... positions
+        self._curves: dict[tuple, tuple[list[float], float]] = {}  # per pair: (V(1..n), a one-position pass's seconds)
         self._lock = threading.Lock()
 
     def _add(self, key: tuple, values) -> None:
@@ -121,16 +121,16 @@ class CostBook:
         self._add((*pair_key, *round_key, "draft"), [r.draft_s / r.gamma for r in rounds])
         self._add((*pair_key, *round_key, "emitted"), [r.n_emitted for r in rounds])
 
-    def record_verify_curve(self, pair_key: tuple, seconds: list[float]) -> None:
-        """A measured curve: the median seconds of a target pass over n = 1, 2, ... positions."""
+    def record_verify_curve(self, pair_key: tuple, curve: list[float], one_pass_s: float) -> None:
+        """A measured curve [V(1) = 1, V(2), ...] and the seconds of a target pass over one position."""
         with self._lock:
-            self._curves[pair_key] = list(seconds)
+            self._curves[pair_key] = (check_verify_costs(curve), one_pass_s)
 
     def verify_curve(self, pair_key: tuple) -> list[float] | None:
         """[V(1) = 1, V(2), ...] measured for this pair and device, or None while it never was."""
         with self._lock:
-            seconds = self._curves.get(pair_key)
-        return None if seconds is None else [1.0] + [s / seconds[0] for s in seconds[1:]]
+            measured = self._curves.get(pair_key)
+        return None if measured is None else list(measured[0])
 
     def costs(self, pair_key: tuple, round_key: tuple) -> ForwardCosts | None:
         """The medians measured so far, or None while a target forward or a round of this shape was never timed
@@ -140,13 +140,13 @@ class CostBook:
         curve: its verify V(k (γ + 1)) target forwards, its draft forward what this drafter's forwards measured at other
         shapes (per chain, times k), its tokens a round 1 (the worst case)."""
         with self._lock:
-            curve_s = self._curves.get(pair_key)
-        target = self._get((*pair_key, "target")) or (curve_s[0] if curve_s else None)
+            measured = self._curves.get(pair_key)
+        target = self._get((*pair_key, "target")) or (measured[1] if measured else None)
         verify = self._get((*pair_key, *round_key, "verify"))
-        estimated = verify is None and target is not None and curve_s is not None
+        estimated = verify is None and target is not None and measured is not None
         if estimated:
             drafter, drafts, gamma = round_key
-            verify = target * verify_cost_at(self.verify_curve(pair_key), drafts * (gamma + 1))
+            verify = target * verify_cost_at(measured[0], drafts * (gamma + 1))
         if target is None or verify is None:
             return None
         emitted = self._get((*pair_key, *round_key, "emitted"))
@@ -176,9 +176,10 @@ def round_key(config) -> tuple:
     return (config.drafter, config.drafts, config.gamma)
 
 
-VERIFY_BLOCK = 5        # timed passes per n in one block (two untimed ones first, as the bench's CallTimer)
+VERIFY_BLOCK = 5        # timed sweeps over n = 1..n_max in one block (one untimed sweep first)
 VERIFY_CONTEXT = 128    # tokens of context the passes run after: a prompt's worth, as in decoding
 APP_VERIFY_N = 9        # the page measures V(1..9): γ 1..8 priced from measurements, larger γ extrapolated
+APP_VERIFY_SWEEPS = 4   # ... in 4 timed sweeps (about 2 s on smollm2-local's target, 0.2 s on the bundled one)
 
 
 def _timed_context(pair, n_max: int) -> list[int]:
@@ -189,11 +190,13 @@ def _timed_context(pair, n_max: int) -> list[int]:
 
 
 class VerifyCostTimer:
-    """Back-to-back target passes over n = 1..n_max new positions after a context, each cropped back, timed in
-    blocks: `block()` runs, for each n in turn, two untimed passes then VERIFY_BLOCK timed ones (a model runs
-    several times in a row in decoding, its weights in cache), so that a caller can spread blocks over a run and
-    drift in the machine's speed hits every n alike. The target keeps its hidden states where the pair's draft
-    reads them, as in decoding; every pass keeps all n positions' logits, as a verify does."""
+    """Target passes over n = 1..n_max new positions after a context, each cropped back, timed in sweeps: one sweep is
+    a pass over 1, 2, ..., n_max positions back to back (the same weights each time, hot in the cache as in decoding),
+    and V(n) is the median over sweeps of that sweep's t(n) / t(1), so that a moment the machine is busy, or drifting
+    speed, hits a sweep's n alike instead of one n's every pass. `block(size)` runs one untimed sweep then `size` timed
+    ones, so that a caller can spread blocks over a run (the bench's CallTimer does the same with its calls). The target
+    keeps its hidden states where the pair's draft reads them, as in decoding; every pass keeps all n positions'
+    logits, as a verify does."""
 
     def __init__(self, pair, n_max: int, context: list[int] | None = None):
         if isinstance(n_max, bool) or not isinstance(n_max, int) or n_max < 2:
@@ -202,26 +205,30 @@ class VerifyCostTimer:
         self.context = context or _timed_context(pair, n_max)
         self.model = CachedModel(pair.target, pair.vocab_size, keep_features=reads_features(pair.draft))
         self.model.forward(self.context)
-        self.times: list[list[float]] = [[] for _ in range(n_max)]
+        self.times: list[list[float]] = [[] for _ in range(n_max)]  # [n - 1][sweep]: seconds of a pass over n
         self.done = 0
 
+    def _pass(self, n: int, shift: int) -> float:
+        context = self.context
+        new = [context[(shift + k) % len(context)] for k in range(n)]
+        start = time.perf_counter()
+        out = self.model.forward(new)  # [n, V]
+        if out.device.type == "cuda":
+            torch.cuda.synchronize(out.device)
+        elapsed = time.perf_counter() - start
+        self.model.crop_to(len(context))
+        return elapsed
+
     def block(self, size: int = VERIFY_BLOCK, hold=contextlib.nullcontext) -> None:
-        """For each n: two untimed passes and `size` timed ones, `hold()` entered around them (one n at a time: a
-        fair clock is held for a few passes, never for the whole block)."""
-        model, context = self.model, self.context
-        for n in range(1, self.n_max + 1):
-            limits.check()  # past the event's deadline: stop between two n
+        """One untimed sweep, then `size` timed ones, `hold()` entered around each sweep (a fair clock is held for one
+        sweep's passes, about a round's work, never for the block); the event's deadline is checked between sweeps."""
+        for sweep in range(-1, size):
+            limits.check()
             with hold():
-                for i in range(-2, size):
-                    new = [context[(self.done + i + k) % len(context)] for k in range(n)]
-                    start = time.perf_counter()
-                    out = model.forward(new)  # [n, V]
-                    if out.device.type == "cuda":
-                        torch.cuda.synchronize(out.device)
-                    elapsed = time.perf_counter() - start
-                    model.crop_to(len(context))
-                    if i >= 0:
-                        self.times[n - 1].append(elapsed)
+                seconds = [self._pass(n, self.done + sweep) for n in range(1, self.n_max + 1)]
+            if sweep >= 0:
+                for n, elapsed in enumerate(seconds):
+                    self.times[n].append(elapsed)
         self.done += size
 
     def seconds(self) -> list[float]:
@@ -229,22 +236,25 @@ class VerifyCostTimer:
         return [statistics.median(t) for t in self.times]
 
     def curve(self) -> list[float]:
-        """[V(1) = 1, V(2), ..., V(n_max)] from the medians."""
-        seconds = self.seconds()
-        return check_verify_costs([1.0] + [s / seconds[0] for s in seconds[1:]])
+        """[V(1) = 1, V(2), ..., V(n_max)]: for each n the median over sweeps of t(n) / t(1) within the sweep."""
+        ones = self.times[0]
+        return check_verify_costs([1.0] + [statistics.median(t / one for t, one in zip(times, ones))
+                                           for times in self.times[1:]])
 
 
 def measure_verify_costs(pair, n_max: int, *, blocks: int = 3, block: int = VERIFY_BLOCK,
                          hold=contextlib.nullcontext, book: CostBook | None = None) -> list[float]:
-    """[V(1) = 1.0, V(2), ..., V(n_max)] for `pair` on its device: medians of `blocks` blocks of `block` back-to-back
-    timed target passes per n (VerifyCostTimer). `hold()` is entered around each n's passes (the app passes the fair
-    clock, so no other visitor's forwards run among them); the event's deadline is checked between them. The
-    medians go into `book` (the process's COSTS by default), where a race's and a link's predictions read them."""
+    """[V(1) = 1.0, V(2), ..., V(n_max)] for `pair` on its device: the medians of `blocks` blocks of `block` timed sweeps
+    of target passes over 1..n_max positions (VerifyCostTimer). `hold()` is entered around each sweep (the app passes
+    the fair clock, so no other visitor's forwards run inside one); the event's deadline is checked between sweeps. The
+    curve and a one-position pass's seconds go into `book` (the process's COSTS by default), where a race's and a
+    link's predictions read them."""
     timer = VerifyCostTimer(pair, n_max)
     for _ in range(blocks):
         timer.block(block, hold)
-    (COSTS if book is None else book).record_verify_curve(pair_key(pair), timer.seconds())
-    return timer.curve()
+    curve = timer.curve()
+    (COSTS if book is None else book).record_verify_curve(pair_key(pair), curve, timer.seconds()[0])
+    return curve
 
 
 _MEASURING = threading.Lock()  # one measurement at a time: two visitors' first Steps measure a pair once
@@ -255,5 +265,5 @@ def pair_verify_costs(pair, n_max: int = APP_VERIFY_N, hold=contextlib.nullconte
     with _MEASURING:
         curve = COSTS.verify_curve(pair_key(pair))
         if curve is None or len(curve) < n_max:
-            curve = measure_verify_costs(pair, n_max, blocks=1, block=VERIFY_BLOCK, hold=hold)
+            curve = measure_verify_costs(pair, n_max, blocks=1, block=APP_VERIFY_SWEEPS, hold=hold)
     return curve

@@ -1,0 +1,108 @@
+"""Rounds in bulk: tens of thousands of speculative rounds decided in one vectorised call of the decision code.
+
+The law tests check `sampling.verify_round` (the code every decoder's round goes through) on known p and q rows
+instead of running a decoder thousands of times: the drafts are drawn here from q by their own inverse CDF
+(numpy's searchsorted, not the library's sampler), the uniforms from one seeded torch.Generator, and one call
+decides every round. Context-dependent laws (the emitted sequence over several rounds) use tables of rows indexed
+by the prefix, advanced round by round for every unfinished sample at once.
+"""
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import torch
+
+from specviz.core.sampling import verify_round
+
+
+def draw(rows: torch.Tensor, uniforms: torch.Tensor) -> torch.Tensor:
+    """Tokens from [n, V] rows (or one [V] row for all) at [n] uniforms by inverse CDF, written apart from the
+    library's sampler: numpy's cumulative sum in float64 and the first index whose CDF exceeds u times the total."""
+    u = uniforms.double().cpu().numpy()
+    if rows.dim() == 1:                                          # one row: its CDF once, then a binary search
+        cdf = np.cumsum(rows.double().cpu().numpy())
+        index = np.searchsorted(cdf, u * cdf[-1], side="right")
+    else:
+        cdf = np.cumsum(rows.double().cpu().numpy(), axis=-1)
+        index = (cdf <= u[:, None] * cdf[:, -1:]).sum(-1)        # tokens of CDF <= u lie before the draw
+    return torch.from_numpy(np.minimum(index, rows.shape[-1] - 1)).long()
+
+
+def rounds(target: torch.Tensor, draft: torch.Tensor, n: int, seed: int, **verify_kwargs):
+    """`n` independent rounds on fixed rows: target [gamma+1, V], draft [gamma, V] (each drafted token drawn
+    from its own row). Returns `verify_round`'s Round with a leading [n] dimension."""
+    gen = torch.Generator().manual_seed(seed)
+    gamma = draft.shape[0]
+    u = torch.rand(n, gamma, generator=gen, dtype=torch.float64)
+    drafts = torch.stack([draw(draft[i], u[:, i]) for i in range(gamma)], -1)                        # [n, gamma]
+    uniforms = torch.rand(n, gamma + 1, generator=gen, dtype=torch.float64)                          # [n, gamma+1]
+    return verify_round(target.expand(n, -1, -1), draft.expand(n, -1, -1), drafts, uniforms, **verify_kwargs)
+
+
+def first_tokens(target: torch.Tensor, draft: torch.Tensor, n: int, seed: int, chunk: int = 200_000,
+                 **verify_kwargs) -> np.ndarray:
+    """Counts [V] of the first emitted token of `n` rounds (`rounds`), decided `chunk` rounds a call (a round holds
+    a few rows of V entries: a model's vocabulary of thousands wants chunks of a few thousand rounds)."""
+    counts = np.zeros(target.shape[-1], dtype=np.int64)
+    for i, start in enumerate(range(0, n, chunk)):
+        out = rounds(target, draft, min(chunk, n - start), seed * 1_000 + i, **verify_kwargs)
+        counts += np.bincount(out.tokens[..., 0].cpu().numpy(), minlength=target.shape[-1])
+    return counts
+
+
+class PrefixTables:
+    """Target and draft rows for every prefix up to a length, over a small vocabulary: row(prefix) is the
+    distribution of the next token. Prefixes are stored by (length, base-V code) so a batch looks them up at once."""
+
+    def __init__(self, target_rows: dict[tuple, torch.Tensor], draft_rows: dict[tuple, torch.Tensor], vocab: int):
+        self.vocab = vocab
+        self.longest = max(len(k) for k in target_rows)
+        self.offsets = [sum(vocab ** m for m in range(length)) for length in range(self.longest + 2)]
+        order = [pre for length in range(self.longest + 1) for pre in itertools.product(range(vocab), repeat=length)]
+        self.target = torch.stack([target_rows[pre] for pre in order]).double()   # [prefixes, V]
+        self.draft = torch.stack([draft_rows[pre] for pre in order]).double()     # [prefixes, V]
+
+    def index(self, codes: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+        """Row numbers of prefixes given as base-V codes (first token most significant) and lengths."""
+        return torch.tensor(self.offsets, dtype=torch.long)[lengths] + codes
+
+    def law(self, sequence: tuple[int, ...]) -> float:
+        """The target chain's probability of `sequence`: the product of its conditionals."""
+        mass, code = 1.0, 0
+        for length, token in enumerate(sequence):
+            mass *= float(self.target[self.offsets[length] + code, token])
+            code = code * self.vocab + token
+        return mass
+
+
+def emitted_sequences(tables: PrefixTables, gamma: int, horizon: int, n: int, seed: int) -> np.ndarray:
+    """Counts over the V**horizon sequences of the first `horizon` tokens that speculative rounds emit, `n`
+    samples advanced round by round together: each round drafts gamma tokens from the draft's rows after the
+    sample's prefix, verifies them against the target's rows in one `verify_round` call for the whole batch."""
+    gen = torch.Generator().manual_seed(seed)
+    vocab = tables.vocab
+    codes = torch.zeros(n, dtype=torch.long)      # the emitted prefix, base V
+    lengths = torch.zeros(n, dtype=torch.long)
+    while (lengths < horizon).any():
+        live = (lengths < horizon).nonzero().squeeze(-1)
+        code, length = codes[live], lengths[live]
+        p_rows, q_rows, drafts = [], [], []
+        for i in range(gamma + 1):                # 1. draft, with the rows each position is judged by
+            row = tables.index(code, length + i)
+            p_rows.append(tables.target[row])
+            if i == gamma:
+                break
+            q_rows.append(tables.draft[row])
+            token = draw(q_rows[-1], torch.rand(len(live), generator=gen, dtype=torch.float64))
+            drafts.append(token)
+            code = code * vocab + token
+        uniforms = torch.rand(len(live), gamma + 1, generator=gen, dtype=torch.float64)
+        out = verify_round(torch.stack(p_rows, 1), torch.stack(q_rows, 1), torch.stack(drafts, 1), uniforms)
+        emitted = out.tokens                       # [live, gamma+1], NO_TOKEN after the last
+        for j in range(gamma + 1):                 # 2. append what the round emitted, up to the horizon
+            take = (emitted[:, j] >= 0) & (lengths[live] < horizon)
+            rows = live[take]
+            codes[rows] = codes[rows] * vocab + emitted[take, j]
+            lengths[rows] += 1
+    return np.bincount(codes.numpy(), minlength=vocab ** horizon)
