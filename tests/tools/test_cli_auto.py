@@ -4,18 +4,13 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import subprocess
-import sys
 
 import pytest
 
 from specviz.core.config import DecodeConfig
 from specviz.core.draft_length import DraftLengthRule
 from specviz.engine.serving import auto_gamma
-
-
-def run_cli(*args):
-    return subprocess.run([sys.executable, "-m", "specviz", *args], capture_output=True, text=True, timeout=300)
+from tests.cli_runner import run_cli
 
 
 def test_generate_gamma_auto_drafts_at_most_the_cap_and_says_why_each_round_stopped():
@@ -39,6 +34,7 @@ def test_a_bad_gamma_is_one_error_line(args, message):
     assert out.stderr.startswith("error: ") and message in out.stderr and out.stderr.count("\n") == 1
 
 
+@pytest.mark.slow  # the verify's cost curve, the rule's probe run and two compared runs: minutes on 2 cores
 def test_report_runs_gamma_auto_beside_fixed_gammas_with_its_drafted_lengths(tmp_path):
     prompts = tmp_path / "prompts.txt"
     prompts.write_text("KING.\\nNow is the time\n")
