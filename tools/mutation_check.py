@@ -65,12 +65,13 @@ FAULTS = [
     Fault("the round judges each draft by the q of the position before", "specviz/engine/decoding/decoders.py",
           "q = drafted.q(target_probs)                                                             # [k, V]",
           "q = drafted.q(target_probs).roll(1, 0)"),
-    # the draft loop draws from a copy of the generator's state and leaves the generator where it was, so the
-    # verify region's accept uniforms and race keys are the very numbers that drew the drafts
-    Fault("the accept test reuses the uniforms that drew the drafts", "specviz/engine/decoding/model_draft.py",
-          "uniforms = torch.rand(gamma, self.pair.vocab_size, generator=self.generator, device=rows.device,",
-          "uniforms = torch.rand(gamma, self.pair.vocab_size, generator=self.generator.clone_state(), "
-          "device=rows.device,"),
+    # the u_i an inverse-CDF draft of x_i from q would have used (uniform within x_i's step of q's CDF): the accept
+    # test then judges each draft by the very uniform that drew it, as the round did before the race drew the drafts
+    Fault("the accept test reuses the uniforms that drew the drafts", "specviz/engine/decoding/decoders.py",
+          "uniforms = sampling.round_uniforms(k, vocab, self.generator, target_probs.device)     # [k + V]",
+          "uniforms = sampling.round_uniforms(k, vocab, self.generator, target_probs.device); "
+          "at = drafted.tokens[:, None]; "
+          "uniforms[:k] = q.double().cumsum(-1).gather(-1, at)[:, 0] - uniforms[:k] * q.double().gather(-1, at)[:, 0]"),
     Fault("the draft model draws from another law than the q it reports", "specviz/engine/decoding/model_draft.py",
           "inputs = sampling.race(probs, keys, checked=False)                         # [1] long: the next input",
           "inputs = sampling.race(probs * probs, keys, checked=False)"),

@@ -100,3 +100,21 @@ def test_a_write_of_the_ids_outside_the_regions_is_caught(pair, monkeypatch):
     with pytest.raises(WrittenOutside, match="copy_"), guarding(positions):
         for _ in range(ROUNDS):
             decoder.step()
+
+
+def test_gamma_auto_runs_its_round_eagerly_and_still_stops_early(pair, request):
+    """gamma auto: where its draft loop stops is read on the host, so nothing is recorded even where regions could
+    be (on CUDA each forward still replays its own graph); on the static cache its rounds stop before the cap and
+    draft and emit what the dynamic cache's do (8 rounds, the rule of tests/engine/test_gamma_auto.py)."""
+    from tests.engine.test_gamma_auto import RULE
+
+    config = DecodeConfig(gamma=4, gamma_auto=True, draft_length=RULE, max_new_tokens=60, seed=3)
+    dynamic = make_decoder(pair, "KING.\nNow is the time", config, static_cache=False)
+    request.getfixturevalue("taped")
+    decoder = make_decoder(pair, "KING.\nNow is the time", config, static_cache=True)
+    assert decoder.regions_off == "gamma auto stops its draft loop on the host" and decoder.region is None
+    assert not decoder.drafter.regions
+    stops = [decoder.step().draft_stop for _ in range(8)]
+    assert [dynamic.step().draft_stop.drafted for _ in range(8)] == [stop.drafted for stop in stops]
+    assert decoder.generated_ids == dynamic.generated_ids
+    assert min(stop.drafted for stop in stops) < 4 == stops[0].gamma_max

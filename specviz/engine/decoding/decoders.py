@@ -64,6 +64,9 @@ class SpeculativeDecoder(Decoder):
         if type(self) is SpeculativeDecoder and isinstance(config, DecodeConfig) and config.drafts > 1:
             raise ValueError("SpeculativeDecoder drafts one chain; this config asks for several drafts: build it "
                              "with make_decoder(pair, prompt, config)")
+        if isinstance(config, DecodeConfig) and config.gamma_auto and config.draft_length is None:
+            raise ValueError("gamma auto stops by a rule at the pair's measured costs: build the config with "
+                             "engine.serving.auto_gamma.resolve(pair, config) first")
         self.drafter_class = drafter or (drafter_class(config) if isinstance(config, DecodeConfig) else None)
         super().__init__(pair, prompt, config, resume=resume, static_cache=static_cache)
         self.drafter: Drafter = self.drafter_class(pair, config, self.target, self.cache_options, self.generator)
@@ -171,6 +174,8 @@ class SpeculativeDecoder(Decoder):
             return "SPECVIZ_CUDA_GRAPHS=forwards"
         if self.config.kl_budget > 0:
             return "mentored decoding plans on the host"
+        if self.config.gamma_auto:  # where its draft loop stops is read on the host: each forward a graph instead
+            return "gamma auto stops its draft loop on the host"
         capture_loop = getattr(self.drafter, "capture_loop", None)
         if capture_loop is None:
             return f"the {self.drafter.kind} drafter proposes on the host"
@@ -216,7 +221,8 @@ class SpeculativeDecoder(Decoder):
                          counters=Counters(**vars(self.counters)), record=record, temperature=self.config.temperature,
                          finished=self.finished, notice=self.notice if step == 1 else "",
                          rejected=self._rejected(read["drafts"], result),
-                         source=DraftSource(kind=self.drafter.kind, details=self.drafter.source(drafted)))
+                         source=DraftSource(kind=self.drafter.kind, details=self.drafter.source(drafted)),
+                         draft_stop=drafted.stop)
 
     def _emitted(self, result: round_trace.RoundResult, kept: list[int]) -> list[EmittedToken]:
         kinds = ["accepted"] * result.n_accepted + ["bonus" if result.bonus else "resampled"]

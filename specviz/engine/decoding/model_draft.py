@@ -63,8 +63,11 @@ class ModelDraft:
 
     def propose(self, context: TokenContext, gamma: int) -> Drafted:
         """gamma tokens, one cached forward each, each raced from the warped draft: `draft_loop`, replayed as one
-        recorded region where one was captured for this many pending tokens."""
+        recorded region where one was captured for this many pending tokens. With gamma auto (`config.draft_length`)
+        fewer: `draft_until_doubt`, always eager."""
         pending = len(context.ids) - self.model.seen  # 1, or 2 after a bonus the draft never saw
+        if self.config.draft_length is not None:
+            return self.draft_until_doubt(context.on_device.buffer, pending, gamma)
         region = self.regions.get((pending, gamma))
         tokens, probs = region.replay() if region is not None else self.draft_loop(context.on_device.buffer, pending,
                                                                                    gamma)
@@ -87,6 +90,35 @@ class ModelDraft:
             drawn.append(inputs)
             laws.append(probs)
         return torch.cat(drawn, out=tokens), torch.cat(laws, out=rows)
+
+    def draft_until_doubt(self, ids: torch.Tensor, pending: int, gamma: int) -> Drafted:
+        """gamma auto: `draft_loop`'s tokens one at a time until the rule stops (core.draft_length): after each token
+        it reads the draft's confidence in it (one host read a token) and says whether to draft another (the token
+        itself is always proposed). Always eager: where it stops is known on the host only, so no region is recorded
+        for it (on CUDA each forward still replays its own graph, and the verify runs eagerly). The round's gamma x V
+        uniforms are drawn in one call, as in `draft_loop`; the rows past the stop go unused."""
+        stopper = self.config.draft_length.start(self.kind)
+        uniforms = torch.rand(gamma, self.pair.vocab_size, generator=self.generator, device=self.model.model.device,
+                              dtype=torch.float64)                                    # [gamma, V]
+        inputs = self.model.unseen(ids, pending)                                       # [pending]
+        drawn, laws = [], []
+        for keys in sampling.race_keys(uniforms).split(1):                            # [1, V] each
+            logits = self.model.forward(inputs, keep=1)                                # [1, V]
+            probs = self.warp(logits)                                                  # [1, V]
+            inputs = sampling.race(probs, keys, checked=False)                         # [1] long
+            drawn.append(inputs)
+            laws.append(probs)
+            if not stopper.go_on(self.confidence(logits[0], probs[0], inputs[0])):
+                break
+        return Drafted(tokens=torch.cat(drawn), probs=torch.cat(laws), forwards=len(drawn),
+                       stop=stopper.record())                                          # [k], [k, V]
+
+    def confidence(self, logits: torch.Tensor, probs: torch.Tensor, token: torch.Tensor) -> float:
+        """The draft's confidence in the token it drew (core.draft_length): q(x) under the law it drew from; at
+        T = 0, where that law is one-hot on the argmax, the top-1 probability of the unwarped softmax."""
+        if self.config.greedy:
+            return float(torch.softmax(logits.float(), -1).max())
+        return float(probs[token])
 
     def _buffers(self, gamma: int) -> tuple[torch.Tensor, torch.Tensor]:
         if gamma not in self.buffers:
