@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import gradio as gr
 
 from ..core import playground
-from ..core.config import DRAFTS_MAX, DRAFTS_MIN, GAMMA_MAX, GAMMA_MIN, TOP_K_OFF, TOP_P_OFF
+from ..core.config import DRAFTS_MAX, DRAFTS_MIN, GAMMA_MAX, TOP_K_OFF, TOP_P_OFF
 from ..core.notation import NOTATIONS
 from ..engine.decoding.drafters import DEFAULT_DRAFTER, DRAFTERS
 from ..engine.models.policy import offered_presets
@@ -17,7 +17,13 @@ from ..engine.models.presets import PRESETS, default_preset
 from ..present import render
 from ..present.debug_panels import DEFAULT_DRAFTS, DEFAULT_GAMMAS, requests_panel, whatif_panel
 from ..present.i18n import CATALOGUE, LANGUAGES, tr
-from ..present.page_settings import DEFAULT_MAX_NEW_TOKENS, DEFAULT_SEED, DEFAULT_TEMPERATURE, PAGE_MAX_NEW_TOKENS
+from ..present.page_settings import (
+    DEFAULT_MAX_NEW_TOKENS,
+    DEFAULT_SEED,
+    DEFAULT_TEMPERATURE,
+    GAMMA_AUTO_POSITION,
+    PAGE_MAX_NEW_TOKENS,
+)
 from ..present.race import race_html
 from ..present.views import REJECTION_COLUMNS, Session
 from .handlers import SESSION_TTL_S, intro, release_session, what_you_see
@@ -242,7 +248,7 @@ def settings_column(T) -> Settings:
         example = gr.Dropdown(label=T("lbl.examples"), choices=PRESETS[preset0].prompt_choices, value=None,
                               elem_id="examples")
         preset = gr.Dropdown(label=T("lbl.preset"), value=preset0, elem_id="preset", choices=preset_choices())
-        gamma = gr.Slider(GAMMA_MIN, GAMMA_MAX, value=4, step=1, label=T("lbl.gamma"), elem_id="gamma")
+        gamma = gr.Slider(GAMMA_AUTO_POSITION, GAMMA_MAX, value=4, step=1, label=T("lbl.gamma"), elem_id="gamma")
         drafts = gr.Slider(DRAFTS_MIN, DRAFTS_MAX, value=1, step=1, elem_id="drafts", label=T("lbl.drafts"))
         drafter = gr.Radio(drafter_choices(), value=DEFAULT_DRAFTER, elem_id="drafter", label=T("lbl.drafter"))
         temperature = gr.Slider(0, 2, value=DEFAULT_TEMPERATURE, step=0.05, label=T("lbl.temperature"),

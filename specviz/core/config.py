@@ -4,7 +4,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from .draft_length import GAMMA_MAX_DEFAULT, DraftLengthRule
+
 GAMMA_MIN, GAMMA_MAX = 1, 16          # tokens drafted per step
+GAMMA_AUTO = "auto"                   # --gamma auto: a draft length that adapts (core.draft_length)
 DRAFTS_MIN, DRAFTS_MAX = 1, 8         # chains drafted per step (core.tree: several drafts at once)
 MAX_NEW_TOKENS = 4096
 TEMPERATURE_MAX = 100.0
@@ -45,6 +48,9 @@ class DecodeConfig:
     lookup_max_ngram: int = 3     # the lookup tries n = max..min and takes the first n that matches
     lookup_min_ngram: int = 1
     lookup_source: str = "context"  # "context": prompt and generated so far; "prompt": the prompt only
+    gamma_auto: bool = False      # True: gamma is the cap (--gamma-max) and each round stops by `draft_length`
+    draft_length: DraftLengthRule | None = None  # gamma_auto's rule, at the pair's measured costs (resolved by the
+                                                 # engine's serving.auto_gamma before a decoder is built)
 
     def __post_init__(self):
         gamma = _whole("gamma", self.gamma)
@@ -71,6 +77,7 @@ class DecodeConfig:
             raise ValueError(f"drafts > 1 needs kl_budget = 0: several drafts are verified by the exact rule only "
                              f"(got drafts={self.drafts!r}, kl_budget={self.kl_budget!r})")
         self._check_drafting()
+        self._check_auto()
         # whole-number floats (4.0 from a slider) become ints, so equal settings compare equal
         for name in ("gamma", "max_new_tokens", "seed", "trace_top_k", "drafts", "lookup_max_ngram",
                      "lookup_min_ngram"):
@@ -92,9 +99,36 @@ class DecodeConfig:
         if self.lookup_source not in LOOKUP_SOURCES:
             raise ValueError(f"lookup_source must be one of {', '.join(LOOKUP_SOURCES)}, not {self.lookup_source!r}")
 
+    def _check_auto(self) -> None:
+        if not isinstance(self.gamma_auto, bool):
+            raise ValueError(f"gamma_auto must be true or false, not {self.gamma_auto!r}")
+        rule = self.draft_length
+        if rule is not None and not isinstance(rule, DraftLengthRule):
+            raise ValueError(f"draft_length must be a core.draft_length.DraftLengthRule, not {type(rule).__name__}")
+        if rule is not None and not self.gamma_auto:
+            raise ValueError("draft_length is gamma auto's rule: set gamma_auto=True with it")
+        if self.gamma_auto and self.drafts > 1:
+            raise ValueError(f"gamma auto drafts one chain: it needs drafts = 1 (got drafts={self.drafts!r})")
+        if rule is not None and rule.gamma_max != self.gamma:
+            raise ValueError(f"with gamma auto, gamma is the cap: the rule's gamma_max {rule.gamma_max} must equal "
+                             f"gamma {self.gamma!r}")
+
+    @property
+    def gamma_shown(self) -> int | str:
+        """gamma as the user set it: a number, or "auto" (gamma is then the cap)."""
+        return GAMMA_AUTO if self.gamma_auto else self.gamma
+
     @classmethod
-    def from_knobs(cls, *, gamma, temperature, top_k, top_p, kl_budget, max_new_tokens, seed, **extra) -> DecodeConfig:
-        """From the UI's and CLI's values, where top-k 0 and top-p 1 (or None) mean off."""
+    def from_knobs(cls, *, gamma, temperature, top_k, top_p, kl_budget, max_new_tokens, seed,
+                   gamma_max=GAMMA_MAX_DEFAULT, **extra) -> DecodeConfig:
+        """From the UI's and CLI's values, where top-k 0 and top-p 1 (or None) mean off, and gamma "auto" drafts
+        at most `gamma_max` tokens a round (core.draft_length)."""
+        if isinstance(gamma, str) and gamma.strip().lower() == GAMMA_AUTO:
+            if not GAMMA_MIN <= _whole("gamma_max", gamma_max) <= GAMMA_MAX:
+                raise ValueError(f"gamma_max must be a whole number in {GAMMA_MIN}..{GAMMA_MAX}, not {gamma_max!r}")
+            gamma, extra = gamma_max, {**extra, "gamma_auto": True}
+        elif isinstance(gamma, str):
+            raise ValueError(f"gamma must be a whole number in {GAMMA_MIN}..{GAMMA_MAX} or {GAMMA_AUTO}, not {gamma!r}")
         top_k = None if top_k is None or (not isinstance(top_k, str) and top_k == TOP_K_OFF) else top_k
         top_p = None if top_p is None or (not isinstance(top_p, str) and top_p == TOP_P_OFF) else top_p
         return cls(gamma=gamma, temperature=temperature, top_k=top_k, top_p=top_p, kl_budget=kl_budget,

@@ -12,6 +12,8 @@ Acceptance (no timing needed)
   acceptance_length_histogram          steps by number of accepted drafts, 0..gamma.
   expected_acceptance_length_histogram the same under i.i.d. acceptances at the measured alpha:
                            a truncated geometric law, alpha^k (1 - alpha) for k < gamma, alpha^gamma at gamma.
+  drafted_length_histogram             steps by number of drafted tokens, 0..gamma (one bar under a fixed gamma;
+                           spread under gamma auto, which stops early: core.draft_length).
   system_efficiency        vLLM's: mean over steps of tokens emitted / (gamma + 1), the most a step can emit.
   tokens_per_target_call   tokens / target forwards (one per step, so equal to mean_acceptance_length);
   expected_tokens_per_target_call      (1 - alpha^(gamma+1)) / (1 - alpha) (Leviathan Eq. 1).
@@ -94,6 +96,7 @@ def metric_set(records: Sequence[StepRecord], baseline_call_s: Sequence[float] =
         "mean_acceptance_length": _ratio(tokens, steps),
         "per_position_acceptance": [_ratio(sum(r.n_accepted > i for r in records), steps) for i in range(gamma)],
         "acceptance_length_histogram": histogram,
+        "drafted_length_histogram": [sum(r.gamma == k for r in records) for k in range(gamma + 1)],
         "expected_acceptance_length_histogram": [steps * p for p in truncated_geometric(alpha, gamma)] if steps else [],
         "system_efficiency": _ratio(sum(r.n_emitted / (r.gamma + 1) for r in records), steps),
         "tokens_per_target_call": _ratio(tokens, steps),

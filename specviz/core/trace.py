@@ -4,6 +4,8 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass, field, fields
 
+from .draft_length import DraftStop
+
 
 @dataclass
 class Candidate:
@@ -186,6 +188,7 @@ class StepTrace:
     drafts: int = 1         # k chains; > 1: `tree` tells the step, `positions` follow the accepted chain
     tree: TreeTrace | None = None
     source: DraftSource = field(default_factory=DraftSource)  # who drafted this step, and what it tells of it
+    draft_stop: DraftStop | None = None  # gamma auto: how many were drafted and why no more (absent: a fixed gamma)
 
     @property
     def greedy(self) -> bool:
@@ -193,8 +196,11 @@ class StepTrace:
         return self.temperature == 0
 
     def to_dict(self) -> dict:
-        """Plain data; a single-chain step (drafts = 1) leaves the tree fields out, as before they existed."""
+        """Plain data; a single-chain step (drafts = 1) leaves the tree fields out, as before they existed, and a
+        fixed-gamma step the draft stop."""
         data = asdict(self)
+        if self.draft_stop is None:
+            data.pop("draft_stop")
         if self.drafts == 1:
             for key in ("drafts", "tree"):
                 data.pop(key)
@@ -223,4 +229,5 @@ class StepTrace:
         data["record"] = (StepRecord(**{**data["record"], "level_tries": tuple(data["record"].get("level_tries", ()))})
                           if data.get("record") else None)
         data["tree"] = TreeTrace.from_dict(data["tree"]) if data.get("tree") else None
+        data["draft_stop"] = DraftStop(**data["draft_stop"]) if data.get("draft_stop") else None
         return cls(**data)

@@ -7,11 +7,12 @@ is told in a plain form that names it, so a new drafter reaches the page before 
 """
 from __future__ import annotations
 
+import dataclasses
 import html
 
-from ..core.notation import show
-from ..core.trace import LookupTrace, StepTrace
-from ..engine.decoding.drafters import ModelDraft, PromptLookup
+from ..core.notation import num, show
+from ..core.trace import DraftSource, LookupTrace, StepTrace
+from ..engine.decoding.drafters import HybridDraft, ModelDraft, PromptLookup
 from .i18n import tr
 
 
@@ -110,9 +111,65 @@ class LookupView(SourceView):
         return tr(lang, "sum.lookup_none", n=trace.step)
 
 
-VIEWS: dict[str, SourceView] = {ModelDraft.kind: ModelView(), PromptLookup.kind: LookupView()}
+class HybridView(SourceView):
+    """The hybrid drafter (`--drafter auto`): the chosen drafter's view, the card naming which was chosen and why."""
+
+    @staticmethod
+    def chosen(trace: StepTrace) -> tuple[SourceView, StepTrace]:
+        """The chosen drafter's view and the trace as that drafter's own (its source and details)."""
+        kind = trace.source.details.get("chose", ModelDraft.kind)
+        own = dataclasses.replace(trace, source=DraftSource(kind=kind, details=trace.source.details.get("details", {})))
+        return VIEWS.get(kind) or SourceView(), own
+
+    @staticmethod
+    def why(own: StepTrace, lang: str) -> str:
+        return tr(lang, "hybrid.lookup" if own.source.kind == PromptLookup.kind else "hybrid.model")
+
+    def draft_line(self, trace, drafted, t, d, lang):
+        view, own = self.chosen(trace)
+        return f'{view.draft_line(own, drafted, t, d, lang)} <span class="hybrid-choice">{self.why(own, lang)}</span>'
+
+    def draft_note(self, trace, d, lang):
+        view, own = self.chosen(trace)
+        return view.draft_note(own, d, lang)
+
+    def narration_line(self, trace, drafted, t, d, lang):
+        view, own = self.chosen(trace)
+        return f"{view.narration_line(own, drafted, t, d, lang)} {self.why(own, lang)}"
+
+    def nothing_proposed(self, trace, lang):
+        view, own = self.chosen(trace)
+        return view.nothing_proposed(own, lang)
+
+
+VIEWS: dict[str, SourceView] = {ModelDraft.kind: ModelView(), PromptLookup.kind: LookupView(),
+                                HybridDraft.kind: HybridView()}
 
 
 def view_for(kind: str) -> SourceView:
     """The view of drafter `kind`, or the plain form for a drafter that has none."""
     return VIEWS.get(kind) or SourceView()
+
+
+def view_of(trace: StepTrace) -> SourceView:
+    """The view of the drafter that actually drafted `trace`'s round: for the hybrid, the one it chose (whose
+    accept chance and residual the card explains)."""
+    view = view_for(trace.source.kind)
+    return view.chosen(trace)[0] if isinstance(view, HybridView) else view
+
+
+def stop_note(trace: StepTrace, lang: str) -> str:
+    """With gamma auto: how many tokens were drafted and why no more (core.draft_length), e.g. "drafted 2 (γ auto,
+    at most 8): the draft gave ␣the 0.21, so all 2 are kept with chance ≈ 0.12 < 0.35, the least at which another
+    pays here"; '' for a fixed gamma."""
+    stop = trace.draft_stop
+    if stop is None or stop.reason == "none":
+        return ""
+    last = trace.positions[-1] if trace.positions else None
+    values = {"k": stop.drafted, "cap": stop.gamma_max,
+              "token": f"<code>{_esc(last.draft_text)}</code>" if last is not None else "",
+              "s": num(stop.confidences[-1]) if stop.confidences else "", "a": num(stop.keep[-1]) if stop.keep else "",
+              "P": num(stop.survival), "needed": num(stop.needed) if stop.needed is not None else ""}
+    key = f"stop.{stop.reason}" + ("_lookup" if stop.source == PromptLookup.kind and stop.reason == "doubt" else "")
+    text = tr(lang, key, **values)
+    return f'<div class="phase draft-stop" data-phase="draft" data-stop="{stop.reason}">{text}</div>'

@@ -16,6 +16,7 @@ _VALUE = r"(?P<value>.+?)"
 FRAMES = [
     (rf"(?P<name>\w+) must be a whole number in (?P<lo>[\d,]+)\.\.(?P<hi>[\d,]+) here, not {_VALUE} "
      r"\(the command line goes further\)", "err.whole_range_here"),
+    (rf"(?P<name>\w+) must be a whole number in (?P<lo>[\d,]+)\.\.(?P<hi>[\d,]+) or auto, not {_VALUE}", "err.gamma_auto"),
     (rf"(?P<name>[\w ]+) must be a whole number in (?P<lo>[\d,]+)\.\.(?P<hi>[\d,]+), not {_VALUE}", "err.whole_range"),
     (rf"(?P<name>\w+) must be a number in (?P<range>\[[^\]]+\]), not {_VALUE}", "err.number_range"),
     (rf"(?P<name>\w+) must be a whole number >= 0 \((?P<off>\S+) = off\), not {_VALUE}", "err.whole_min_off"),

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import MISSING, dataclass, fields
 
-from ..core.config import DecodeConfig
+from ..core.config import GAMMA_AUTO, DecodeConfig
 from ..engine.decoding.decoders import clean_text
 from ..engine.decoding.drafters import DEFAULT_DRAFTER, check_drafter
 from ..engine.models.policy import custom_pair, visitor_pair
@@ -27,7 +27,7 @@ class PageSettings:
     notation: object      # whose letters the figures use (core.notation)
     preset: object        # a draft/target pair offered by this server
     prompt: object
-    gamma: object
+    gamma: object         # 1..16, or "auto" (the slider's 0): a draft length that adapts
     temperature: object
     top_k: object         # 0: off
     top_p: object         # 1: off
@@ -55,12 +55,24 @@ def text_value(name: str, value) -> str:
     return value
 
 
+GAMMA_AUTO_POSITION = 0  # the γ slider's "auto" position: a draft length that adapts (core.draft_length)
+
+
+def page_gamma(value):
+    """gamma as sent: the slider's auto position (0) or "auto" means gamma auto (at most GAMMA_MAX_DEFAULT drafts a
+    round); anything else goes to DecodeConfig as it is (an API client's integer gamma keeps its meaning)."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and value == GAMMA_AUTO_POSITION:
+        return GAMMA_AUTO
+    return value
+
+
 def settings_from(settings: PageSettings) -> RunSettings:
     """The page's settings as RunSettings; bad values raise ValueError / ModelLoadError naming the setting.
     Every field DecodeConfig also has goes to it (None, where the field has a default, means that default);
     draft and target model fields, when filled, replace the preset (see models.custom_pair)."""
     knobs = {f.name: f.default if getattr(settings, f.name) is None and f.default is not MISSING
              else getattr(settings, f.name) for f in _DECODE_KNOBS}
+    knobs["gamma"] = page_gamma(knobs["gamma"])
     config = check_drafter(DecodeConfig.from_knobs(**knobs))  # the registry names the drafters and what each runs
     if config.max_new_tokens > PAGE_MAX_NEW_TOKENS:
         raise ValueError(f"max_new_tokens must be a whole number in 1..{PAGE_MAX_NEW_TOKENS} here, "

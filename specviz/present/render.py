@@ -18,7 +18,7 @@ from ..core.notation import letters, num, show
 from ..core.trace import PositionTrace, StepTrace
 from . import tree_card
 from .counters import METRIC_ROWS, analytics_html, counters_html, metric_row, most_rejected_html
-from .draft_sources import view_for
+from .draft_sources import stop_note, view_for, view_of
 from .i18n import tr
 from .palette import ACCEPT_COLOUR, BONUS_COLOUR, FINAL_COLOUR, REJECT_COLOUR, TARGET_COLOUR, var
 from .parts import NOTHING_HIDDEN, part
@@ -139,7 +139,7 @@ def _verify_row(pos: PositionTrace, trace: StepTrace, t: str, d: str, lang: str 
             key = "mentored.exact_rejects" if pos.verdict == "accepted" else "mentored.exact_accepts"
             chance += f' <b class="exact-would">⚠ {tr(lang, key)}</b>'
     else:  # the drafter's formula: min(1, p/q), or p(x) itself where q is one-hot (prompt lookup)
-        chance = view_for(trace.source.kind).chance_name(t, d, lang) + chance_text
+        chance = view_of(trace).chance_name(t, d, lang) + chance_text
     test = f'{_threshold(pos.uniform, pos.accept_prob, lang)} <span class="test">u = {u} {cmp} {chance}</span>'
     return (f'{row}<td>{i + 1}</td><td>{token}</td><td>{bars}</td><td{part(f"row{i}.ratio", hidden, "test", "ratio")}>'
             f'{t}/{d} = {ratio:.2f}</td><td{part(f"row{i}.test", hidden, "test")}>{test}</td>{decided}</tr>')
@@ -158,7 +158,7 @@ def _correction(trace: StepTrace, t: str, d: str, lang: str = "en", hidden: froz
     else:
         source = tr(lang, "source.mentored") if lossy else f"norm(max(0, {t} − {d}))"
         why = (tr(lang, "why.mentored" if lossy else "why.greedy", t=t, d=d) if lossy or trace.greedy
-               else view_for(trace.source.kind).why_residual(t, d, lang))
+               else view_of(trace).why_residual(t, d, lang))
         head = tr(lang, "correct.resampled", pos=c.position + 1, token=token, source=source, why=why)
     top = [x for x in sorted(c.candidates, key=lambda x: -x.final_prob)[:4] if x.final_prob > 0 or x.id == c.token]
     if all(x.id != c.token for x in top):
@@ -206,7 +206,7 @@ def step_card(trace: StepTrace | None, notation: str = "leviathan", total_steps:
         rows += (f'<tr{part("skipped", hidden, "test", "muted")} data-phase="verify"><td colspan="6">'
                  f'{tr(lang, "skipped", span=span, tokens=" ".join(_esc(p.draft_text) for p in skipped))}</td></tr>')
     source = view_for(trace.source.kind)  # who drafted: the sentences that differ between drafters
-    reads = source.draft_note(trace, d, lang)
+    reads = source.draft_note(trace, d, lang) + stop_note(trace, lang)
     verify = tr(lang, "card.verify_greedy" if trace.greedy else "card.verify_mentored" if trace.kl_budget > 0
                 else "card.verify", t=t, d=d)
     verify_part = (f'<div{part("verify", hidden, "verify", "phase")} data-phase="verify">{verify}</div>'
@@ -214,9 +214,14 @@ def step_card(trace: StepTrace | None, notation: str = "leviathan", total_steps:
                    f'<table class="verify"><tr>{head_cells}</tr>{rows}</table></div>') if trace.positions else ""
     yielded = f'<span{part("end", hidden)}>· {tr(lang, "card.tokens_from_pass", k=len(trace.emitted))}</span>'
     return (f'<div class="card" data-step="{trace.step}" data-algo="{mode(trace)}"><div class="card-head">'
-            f'<b>{tr(lang, "card.step", n=trace.step)}</b>{viewing} · γ = {trace.gamma} {badge} {yielded}</div>'
+            f'<b>{tr(lang, "card.step", n=trace.step)}</b>{viewing} · γ = {trace.gamma}{_auto(trace, lang)} {badge} {yielded}</div>'
             f'<div{part("draft", hidden, "draft", "phase")} data-phase="draft">{source.draft_line(trace, drafted, t, d, lang)}</div>'
             f'{reads}{verify_part}{_correction(trace, t, d, lang, hidden)}</div>')
+
+
+def _auto(trace: StepTrace, lang: str) -> str:
+    """' (auto, at most 8)' after γ where the round's length adapted (core.draft_length); '' for a fixed gamma."""
+    return f" ({tr(lang, 'card.gamma_auto', cap=trace.draft_stop.gamma_max)})" if trace.draft_stop else ""
 
 
 def round_summary(trace: StepTrace | None, notation: str = "leviathan", lang: str = "en") -> str:

@@ -216,6 +216,30 @@ def definitions_list(definitions: dict) -> str:
                                              for k, v in definitions.items()) + "</ul>"
 
 
+def lengths_figure(auto: dict) -> go.Figure:
+    """gamma auto's rounds by drafted tokens beside the same rounds by accepted tokens (0..the cap)."""
+    drafted, accepted = auto["drafted_length_histogram"], auto["acceptance_length_histogram"]
+    x = list(range(max(len(drafted), len(accepted))))
+    data = [{"type": "bar", "x": x, "y": drafted, "name": "rounds by drafted tokens", "marker": {"color": TARGET_COLOUR}},
+            {"type": "bar", "x": x, "y": accepted, "name": "rounds by accepted tokens", "marker": {"color": ACCEPT_COLOUR}}]
+    layout = base_layout("γ auto: where drafting stopped, and how much of it was kept", 320, barmode="group",
+                         xaxis={"title": {"text": "tokens in the round"}, "dtick": 1}, yaxis={"title": {"text": "rounds"}})
+    return plain_figure(data, layout)
+
+
+def auto_section(auto: dict | None) -> str:
+    """gamma auto's runs: its speed-up beside the best fixed γ's, and its drafted lengths beside its accepted ones."""
+    if not auto or not auto.get("steps"):
+        return ""
+    over = f" ({auto['over_best_fixed']:.2f} of the best fixed γ's)" if auto.get("over_best_fixed") else ""
+    speed = f"×{auto['speedup']:.2f}{over}" if auto.get("speedup") is not None else "not timed"
+    return ("<h2 id='gamma-auto'>γ auto: a draft length that adapts</h2>"
+            f"<p>{auto['steps']} rounds, {auto['draft_calls'] / auto['steps']:.2f} drafted and "
+            f"{auto['accepted'] / auto['steps']:.2f} accepted a round, α {auto['acceptance_rate']:.3f}: {speed}. "
+            "Each round drafted until the draft's own confidence said the next token was unlikely to be kept at this "
+            "pair's measured costs (or the cap).</p>" + figure_div(lengths_figure(auto), "drafted-lengths"))
+
+
 def whatif_section(result: dict | None) -> str:
     if not result:
         return ""
@@ -245,7 +269,7 @@ def report_html(summary: dict, panels: list[tuple[str, list]]) -> str:
                    f"{best['speedup_stderr'] or 0:.2f} measured; {predicted}Thm 3.8, where a verify costs one "
                    f"forward, predicts γ {best['thm38']} (×{best['thm38_speedup']:.2f}).</p>")
     body = (head + answer + figure_div(speedup_figure(summary["by_gamma"], best), "speedup-by-gamma")
-            + gamma_table(summary["by_gamma"])
+            + gamma_table(summary["by_gamma"]) + auto_section(summary.get("gamma_auto"))
             + "<h2>Each prompt</h2>" + figure_div(prompt_panels_figure(panels), "prompt-panels")
             + prompt_table(summary["prompts"])
             + "<h2>Where and why it rejects</h2>" + figure_div(rejection_figure(analysis), "rejections")

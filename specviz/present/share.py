@@ -39,7 +39,7 @@ def settings_of(run_settings: RunSettings, notation: str) -> dict:
     from what ran, so a link reruns the run shown even if a control was changed since."""
     c, pair = run_settings.config, run_settings.pair
     own = not pair.name
-    named = {"notation": notation, "preset": pair.name, "prompt": run_settings.prompt, "gamma": c.gamma,
+    named = {"notation": notation, "preset": pair.name, "prompt": run_settings.prompt, "gamma": c.gamma_shown,
              "temperature": c.temperature, "top_k": c.top_k, "top_p": c.top_p, "kl_budget": c.kl_budget,
              "seed": c.seed, "max_new_tokens": c.max_new_tokens, "draft_model": pair.draft if own else "",
              "target_model": pair.target if own else "", "drafts": c.drafts, "drafter": c.drafter}

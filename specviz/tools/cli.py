@@ -10,16 +10,18 @@ import json
 import os
 import sys
 
-from ..core.config import DecodeConfig
+from ..core.config import GAMMA_AUTO, DecodeConfig
+from ..core.draft_length import GAMMA_MAX_DEFAULT
 from ..core.metrics import metric_set
 from ..engine.decoding.decoders import DecodingFinished, SpeculativeDecoder, TargetOnlyDecoder
-from ..engine.decoding.drafters import DEFAULT_DRAFTER, DRAFTERS, PromptLookup, check_drafter
+from ..engine.decoding.drafters import DEFAULT_DRAFTER, DRAFTERS, HybridDraft, PromptLookup, check_drafter
 from ..engine.decoding.factory import make_decoder
 from ..engine.models.loading import load_pair
 from ..engine.models.presets import PRESETS, ModelLoadError
 from .cli_values import (
     OneLineParser,
     check_race_seconds,
+    gamma_value,
     gamma_values,
     number_list,
     thread_count,
@@ -37,19 +39,26 @@ def _add_decoding_args(ap: argparse.ArgumentParser, gamma_list: bool = False) ->
     ap.add_argument("--target", help="target model: hub id or local folder (with --draft)")
     ap.add_argument("--device", default=None, help="cuda, mps or cpu (default: picked automatically)")
     if gamma_list:
-        ap.add_argument("--gamma", type=gamma_values, default=[4], help="one value or a list to sweep: 1,2,4,8")
+        ap.add_argument("--gamma", type=gamma_values, default=[4],
+                        help="one value or a list to sweep: 1,2,4,8; auto: a draft length that adapts (1,2,4,auto)")
     else:
-        ap.add_argument("--gamma", type=int, default=4)
+        ap.add_argument("--gamma", type=gamma_value, default=4,
+                        help="drafts per round (1..16), or auto: stop drafting when the next token is unlikely to be "
+                             "kept at the pair's measured costs (at most --gamma-max)")
+    ap.add_argument("--gamma-max", type=int, default=GAMMA_MAX_DEFAULT,
+                    help=f"with --gamma auto: the most drafts a round (default {GAMMA_MAX_DEFAULT})")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--drafter", choices=list(DRAFTERS), default=DEFAULT_DRAFTER,
-                    help="who proposes: the pair's draft model, or prompt lookup (copies what followed an earlier "
-                         "occurrence of the last n tokens; the draft model is not used)")
+                    help="who proposes: the pair's draft model; prompt lookup (copies what followed an earlier "
+                         "occurrence of the last n tokens; the draft model is not used); or auto: prompt lookup in "
+                         "the rounds where the context has such a match, the draft model in the others")
 
 
 def config_from(args) -> DecodeConfig:
     config = DecodeConfig.from_knobs(gamma=args.gamma, temperature=args.temperature, top_k=args.top_k,
                                    top_p=args.top_p, kl_budget=args.kl_budget, max_new_tokens=args.max_new_tokens,
-                                   seed=args.seed, drafts=getattr(args, "drafts", 1), drafter=args.drafter)
+                                   seed=args.seed, drafts=getattr(args, "drafts", 1), drafter=args.drafter,
+                                   gamma_max=args.gamma_max)
     return check_drafter(config)
 
 
@@ -66,6 +75,10 @@ def run_stats(decoder) -> dict:
 def cmd_generate(args) -> int:
     config = config_from(args)
     pair = load_pair(args.preset, draft=args.draft, target=args.target, device=args.device)
+    if not args.baseline:
+        from ..engine.serving.auto_gamma import resolve
+
+        config = resolve(pair, config)  # gamma auto: its rule at this pair's measured costs (measured first)
     decoder = (TargetOnlyDecoder if args.baseline else make_decoder)(pair, args.prompt, config)
     steps = decoder.run()
     if args.json:
@@ -100,9 +113,14 @@ def cmd_bench(args) -> int:
 
     if args.drafter == PromptLookup.kind and (args.drafts is not None or args.random_weights):
         raise ValueError("bench --drafter lookup runs the lookup bench: leave out --drafts and --random-weights")
+    if args.gamma == GAMMA_AUTO or args.drafter == HybridDraft.kind:
+        from .auto_bench import cmd_auto_bench
+
+        return cmd_auto_bench(args)
     if args.drafts is not None:
         result = run_drafts_bench(preset=args.preset, draft=args.draft, target=args.target, device=args.device,
-                                  drafts=whole_list("--drafts", args.drafts), gammas=whole_list("--gammas", args.gammas),
+                                  drafts=whole_list("--drafts", args.drafts),
+                                  gammas=whole_list("--gammas", args.gammas or "2,4"),
                                   quick=args.quick, seed=args.seed)
         if args.json:
             print(json.dumps(result))
@@ -115,7 +133,7 @@ def cmd_bench(args) -> int:
 
         result = run_lookup_bench(preset=args.preset, draft=args.draft, target=args.target, device=args.device,
                                   gamma=args.gamma, quick=args.quick, seed=args.seed,
-                                  temperatures=number_list("--temperatures", args.temperatures))
+                                  temperatures=number_list("--temperatures", args.temperatures or "0,0.7"))
     elif args.random_weights:
         result = run_preset_cost(args.preset, device=args.device)
     else:
@@ -158,7 +176,7 @@ def cmd_report(args) -> int:
     summary = run_report(prompts, args.out, preset=args.preset, draft=args.draft, target=args.target,
                          device=args.device, gamma=args.gamma, temperature=args.temperature, top_k=args.top_k,
                          top_p=args.top_p, runs=args.runs, max_new_tokens=args.max_new_tokens,
-                         kl_budget=args.kl_budget, drafter=args.drafter)
+                         kl_budget=args.kl_budget, drafter=args.drafter, gamma_max=args.gamma_max)
     o, best = summary["overall"], summary["best_gamma"]
     print(f"{len(summary['prompts'])} prompts, {o['steps']} steps: alpha {o['acceptance_rate']:.3f}, draft acceptance "
           f"rate {o['draft_acceptance_rate']:.3f}, mean acceptance length {o['mean_acceptance_length']:.2f}; "
@@ -268,9 +286,12 @@ def add_bench(sub) -> None:
     bench.add_argument("--threads", type=thread_count, default=None,
                        help="torch's intra-op threads (default: torch's, every core; the app serves with one fewer)")
     bench.add_argument("--drafts", default=None, help="e.g. 1,2,4: several drafts at once, each k against target-only")
-    bench.add_argument("--gammas", default="2,4", help="with --drafts: the gammas to run each k at (default 2,4)")
-    bench.add_argument("--temperatures", default="0,0.7",
-                       help="with --drafter lookup: the temperatures to run the copy-heavy examples at")
+    bench.add_argument("--gammas", default=None,
+                       help="with --drafts: the gammas to run each k at (default 2,4); with --gamma auto or --drafter "
+                            "auto: the fixed gammas run beside auto (default 1,2,3,4)")
+    bench.add_argument("--temperatures", default=None,
+                       help="with --drafter lookup: the temperatures to run the copy-heavy examples at (default 0,0.7); "
+                            "with --gamma auto or --drafter auto: the temperatures to run at (default 0.7,0)")
     bench.add_argument("--json", action="store_true")
     bench.add_argument("--random-weights", action="store_true",
                        help="a hub preset's draft and target built from their configs with random weights: "

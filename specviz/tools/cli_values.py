@@ -13,6 +13,16 @@ def gamma_values(text: str) -> list[int]:
         raise argparse.ArgumentTypeError(str(err)) from err
 
 
+def gamma_value(text: str) -> int | str:
+    """--gamma: a whole number in 1..16 (checked with the other settings), or auto."""
+    if text.strip().lower() == "auto":
+        return "auto"
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--gamma takes a whole number in 1..16 or auto, not {text!r}") from None
+
+
 def whole_list(flag: str, text: str) -> list[int]:
     try:
         return [int(x) for x in text.split(",") if x.strip()] or [1]

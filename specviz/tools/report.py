@@ -25,7 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..core import conventions, rank_analysis, rejections, theory, tracefile, whatif
-from ..core.config import GAMMA_MAX, DecodeConfig
+from ..core.config import GAMMA_AUTO, GAMMA_MAX, DecodeConfig
+from ..core.draft_length import GAMMA_MAX_DEFAULT
 from ..core.metrics import metric_set
 from ..core.recipe import producer_here
 from ..engine.decoding.drafters import check_drafter
@@ -49,18 +50,18 @@ def read_prompts(path: str | Path) -> list[str]:
     return prompts
 
 
-def parse_gammas(text: str | int | list) -> list[int]:
-    """'1,2,4,8' (or one value) -> [1, 2, 4, 8]: whole numbers in 1..GAMMA_MAX, duplicates dropped."""
+def parse_gammas(text: str | int | list) -> list[int | str]:
+    """'1,2,4,auto' (or one value) -> [1, 2, 4, "auto"]: whole numbers in 1..GAMMA_MAX or auto, duplicates dropped."""
     items = text if isinstance(text, list) else [text] if isinstance(text, int) else str(text).split(",")
     out = []
     for item in items:
         try:
-            value = int(str(item).strip())
+            value = GAMMA_AUTO if str(item).strip().lower() == GAMMA_AUTO else int(str(item).strip())
         except ValueError:
             value = None
-        if value is None or not 1 <= value <= GAMMA_MAX:
-            raise ValueError(f"--gamma takes whole numbers in 1..{GAMMA_MAX} separated by commas (e.g. 1,2,4,8), "
-                             f"not {text!r}")
+        if value is None or (value != GAMMA_AUTO and not 1 <= value <= GAMMA_MAX):
+            raise ValueError(f"--gamma takes whole numbers in 1..{GAMMA_MAX} or auto separated by commas (e.g. "
+                             f"1,2,4,auto), not {text!r}")
         if value not in out:
             out.append(value)
     return out
@@ -101,6 +102,15 @@ def with_verify_cost(m: dict, verify_costs: list[float] | None) -> dict:
             "over_prediction": predicted / m["speedup"] - 1 if m.get("speedup") else None}
 
 
+def auto_summary(auto: dict | None, best: dict) -> dict | None:
+    """gamma auto's metric set (its drafted_length_histogram beside the acceptance_length_histogram), and its
+    measured speed-up over the best fixed gamma's (None without a fixed gamma measured); None: not run."""
+    if auto is None:
+        return None
+    over = auto["speedup"] / best["speedup"] if auto.get("speedup") and best.get("speedup") else None
+    return {**auto, "over_best_fixed": over}
+
+
 DEFINITIONS = {
     "acceptance_rate": "Leviathan's α: accepted / tested drafts (a draft after its round's first rejection is untested)",
     "draft_acceptance_rate": "vLLM's: accepted / drafted tokens",
@@ -108,6 +118,8 @@ DEFINITIONS = {
                               "when no round is cut by EOS or max tokens)",
     "per_position_acceptance": "vLLM's: rounds that accepted position i / rounds (unconditional)",
     "acceptance_length_histogram": "rounds by accepted drafts, 0..γ (bonus token not counted)",
+    "drafted_length_histogram": "rounds by drafted tokens, 0..γ: one bar at a fixed γ; under γ auto where drafting "
+                                "stopped (gamma_auto: the rounds of --gamma auto, at most --gamma-max drafts)",
     "per_request": "each (prompt, run) is a request: α and acceptance length pooled over its rounds and as the mean of "
                    "the requests' own figures; acceptance_length_histogram bins requests by their own length",
     "eos": "drafts after an accepted EOS are never output and count as neither drafted, tested nor accepted",
@@ -124,6 +136,8 @@ def per_request_forms(requests: list[list]) -> dict:
 def report_whatif(by_gamma: dict, sibling_rates: list[float], verify_costs: list[float] | None = None) -> dict | None:
     """`whatif` on the largest gamma's per-position curve, its measured cost ratio and the measured verify costs
     (gamma 1..8), for k = 1..4 drafts with the sibling rates the rank analysis predicts (rows free: extra_row_cost 0)."""
+    if not by_gamma:
+        return None
     largest = by_gamma[max(by_gamma, key=int)]
     if not largest["steps"] or largest.get("cost_ratio_c") is None:
         return None
@@ -147,7 +161,7 @@ def _mean_sweep(sweeps: list[dict]) -> dict | None:
 def run_report(prompts: list[str], out_dir: str | Path, *, preset=None, draft=None, target=None, device=None,
                gamma: int | str | list = 4, temperature: float = 1.0, top_k: int | None = None,
                top_p: float | None = None, runs: int = 1, max_new_tokens: int = 64, kl_budget: float = 0.0,
-               drafter: str = "model", progress=None) -> dict:
+               drafter: str = "model", gamma_max: int = GAMMA_MAX_DEFAULT, progress=None) -> dict:
     progress = sys.stderr if progress is None else progress  # looked up now: a caller may have redirected it
     # 1. settings, validated before any model loads
     if isinstance(runs, bool) or not isinstance(runs, int) or not 1 <= runs <= 100:
@@ -155,13 +169,13 @@ def run_report(prompts: list[str], out_dir: str | Path, *, preset=None, draft=No
     gammas = parse_gammas(gamma)
     configs = {g: [check_drafter(DecodeConfig.from_knobs(gamma=g, temperature=temperature, top_k=top_k, top_p=top_p,
                                            kl_budget=kl_budget, max_new_tokens=max_new_tokens, seed=run,
-                                           drafter=drafter))
+                                           drafter=drafter, gamma_max=gamma_max))
                    for run in range(runs)] for g in gammas}
     pair = load_pair(preset, draft=draft, target=target, device=device)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     # 2. every gamma x prompt x run, speculative and target-only side by side
-    settings = {"gamma": gammas[0], "gammas": gammas, "temperature": temperature, "top_k": top_k,
+    settings = {"gamma": gammas[0], "gammas": gammas, "gamma_max": gamma_max, "temperature": temperature, "top_k": top_k,
                 "top_p": top_p, "kl_budget": kl_budget, "drafter": drafter, "runs": runs, "max_new_tokens": max_new_tokens,
                 "prompts": len(prompts)}
     with open(out / "traces.jsonl", "w", encoding="utf-8") as lines:
@@ -194,7 +208,7 @@ VERIFY_PASSES = 24  # timed target passes per n for the verify-cost curve, sprea
 
 def run_all(pair, prompts: list[str], gammas: list[int], configs: dict, lines, progress) -> ReportRuns:
     """Every gamma x prompt x run; each round's trace a line of `lines`; a block of the verify-cost timer after each."""
-    done = ReportRuns(verify=VerifyCostTimer(pair, max(8, max(gammas)) + 1))
+    done = ReportRuns(verify=VerifyCostTimer(pair, max(8, *(configs[g][0].gamma for g in gammas)) + 1))
     block = -(-VERIFY_PASSES // (len(gammas) * len(prompts) * len(configs[gammas[0]])))
     for gi, g in enumerate(gammas):
         g_records, g_calls, g_requests = [], [], []
@@ -243,7 +257,8 @@ def compared_run(pair, prompt: str, config: DecodeConfig, lines, prompt_index: i
 def report_summary(done: ReportRuns, pair, settings: dict) -> dict:
     """summary.json: the best gamma, where and why the draft is rejected, in words, and every figure behind it."""
     curve = done.verify.curve() if done.verify else None  # a report from traces times no passes
-    by_gamma = {g: with_verify_cost(m, curve) for g, m in done.by_gamma.items()}
+    auto = done.by_gamma.get(GAMMA_AUTO)  # gamma auto's rounds: their own entry, beside the fixed gammas
+    by_gamma = {g: with_verify_cost(m, curve) for g, m in done.by_gamma.items() if g != GAMMA_AUTO}
     best = best_gamma(by_gamma, done.pooled_records, done.pooled_calls, curve)
     sweep = _mean_sweep(done.sweeps)
     analysis = rejections.analyse(done.rows)
@@ -264,5 +279,6 @@ def report_summary(done: ReportRuns, pair, settings: dict) -> dict:
                      "dtype": str(pair.dtype).removeprefix("torch."),
                      "draft_dtype": str(pair.draft_dtype).removeprefix("torch.")},
             "overall": metric_set(done.primary["records"], done.primary["calls"]), "prompts": done.primary["prompts"],
-            "by_gamma": by_gamma, "best_gamma": best, "rejection_analysis": analysis, "temperature_sweep": sweep,
+            "by_gamma": by_gamma, "best_gamma": best, "gamma_auto": auto_summary(auto, best),
+            "rejection_analysis": analysis, "temperature_sweep": sweep,
             "definitions": DEFINITIONS, "conventions": list(conventions.CONVENTIONS), "ranking_note": ranking}

@@ -265,3 +265,28 @@ def test_the_what_if_and_per_request_panels_follow_the_run_and_name_a_bad_settin
     page.locator("#whatif-run").click()
     expect(table).to_contain_text("cost ratio c: a number > 0 and ≤ 10, not '-1'", timeout=TIMEOUT)  # the setting and its range
     expect(table.locator("tr.best")).to_have_count(0, timeout=TIMEOUT)
+
+
+@pytest.mark.slow
+def test_the_gamma_sliders_auto_position_drafts_by_the_rule_and_the_card_says_where_it_stopped(browser, app_url):
+    """γ at 0 (auto) with the hybrid drafter: the first auto Step measures the rule, then each card's header says
+    "auto, at most 8" and its Draft phase why drafting stopped (or that the cap or a copy's end did), the whole card
+    inside a 1280x720 window."""
+    context, page = open_page(browser, app_url, 1280, 720)
+    try:
+        set_slider(page, "gamma", 0)
+        page.locator("#drafter label", has_text="auto").click()
+        for n in range(1, 3):
+            step(page)
+            expect(page.locator("#step-card")).to_contain_text(f"Step {n}", timeout=4 * TIMEOUT)
+        card = page.locator("#step-card")
+        expect(card).to_contain_text("auto, at most 8", timeout=TIMEOUT)
+        expect(card.locator(".draft-stop")).to_be_visible(timeout=TIMEOUT)
+        expect(card.locator(".hybrid-choice")).to_contain_text("auto chose", timeout=TIMEOUT)
+        box = card.bounding_box()
+        assert box["y"] + box["height"] <= 720
+        shot = os.environ.get("SPECVIZ_SCREENSHOT_DIR")
+        if shot:
+            page.screenshot(path=os.path.join(shot, "gamma-auto-1280x720.png"))
+    finally:
+        context.close()

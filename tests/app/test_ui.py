@@ -83,7 +83,7 @@ def test_step_after_the_end_and_failing_preset_are_messages(page_settings, pair,
 
 
 def test_out_of_range_and_non_whole_knobs_are_messages_not_coerced(page_settings, pair):
-    for change, word in [({"gamma": 0}, "gamma"), ({"gamma": 2.5}, "gamma"), ({"seed": 2.5}, "seed"),
+    for change, word in [({"gamma": -1}, "gamma"), ({"gamma": 17}, "gamma"), ({"gamma": 2.5}, "gamma"), ({"seed": 2.5}, "seed"),
                          ({"top_p": float("nan")}, "top_p"), ({"preset": "nope"}, "preset")]:
         _, view = step_handler(Session(), page_settings(**change))
         assert word in error_of(view), change
@@ -107,7 +107,7 @@ def test_ticks_after_pause_or_reset_do_nothing(page_settings, pair):
 
 def test_play_stops_on_an_error_reported_as_data(page_settings, pair):
     session, _ = play_handler(Session())
-    session, view, playing = tick_handler(session, page_settings(gamma=0))
+    session, view, playing = tick_handler(session, page_settings(gamma=-1))
     assert not playing and "gamma" in error_of(view)
 
 

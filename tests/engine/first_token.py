@@ -1,4 +1,4 @@
-"""The exactness checks the engine test files share: the first emitted token against the target's law.
+"""The exactness checks the engine test files share: the first emitted token (and the first two) against the target's law.
 
 Two halves, as the suite splits every law (docs/contributing.md, "The laws in bulk"):
 - the law on the pair's own rows, in bulk (`bulk_first_token_pvalue`): p from a plain forward of the target (no
@@ -104,3 +104,17 @@ def rewound_first_token_pvalue(pair, prompt: str, config: DecodeConfig, runs: in
         decoder.step()
         counts[decoder.tokens[len(tokens)]] += 1
     return chi_square_pvalue(counts, expected.double().cpu().numpy()), decoder
+
+
+def two_token_law(pair, prompt: str, config: DecodeConfig) -> torch.Tensor:
+    """The warped target's law of the first two tokens after `prompt`, p(x1) p(x2 | x1), from plain forward passes
+    (no decoder code): [V * V], row x1."""
+    ids, vocab = pair.encode(prompt), pair.vocab_size
+    with torch.inference_mode():
+        first = config.warp(pair.target(torch.tensor([ids], device=pair.device)).logits[0, -1, :vocab]).double()
+        support = torch.nonzero(first > 0)[:, 0]
+        rows = torch.tensor([ids + [int(x)] for x in support], device=pair.device)
+        second = config.warp(pair.target(rows).logits[:, -1, :vocab]).double()  # [support, V]
+    expected = torch.zeros(vocab, vocab, dtype=torch.float64)
+    expected[support] = first[support, None] * second
+    return expected.flatten()

@@ -13,6 +13,7 @@ from specviz.engine.decoding.decoders import SpeculativeDecoder
 from specviz.engine.decoding.factory import decoder_class, make_decoder
 from specviz.engine.decoding.tree_decoder import TreeDecoder
 from tests.engine import first_token
+from tests.engine.first_token import two_token_law
 from tests.engine.greedy import greedy_parity
 from tests.stats import chi_square_pvalue
 
@@ -44,22 +45,15 @@ def test_first_two_tokens_follow_the_warped_target(pair, drafts, warping):
     8,000 samples), its first-token law exact by enumeration there; the caches after a tree round: below."""
     prompt = "KING"  # one token: nothing to prefill
     config = DecodeConfig(gamma=2, max_new_tokens=2, record=False, drafts=drafts, **warping)
-    ids = pair.encode(prompt)
     vocab = pair.vocab_size
-    with torch.inference_mode():
-        first = config.warp(pair.target(torch.tensor([ids], device=pair.device)).logits[0, -1, :vocab]).double()
-        support = torch.nonzero(first > 0)[:, 0]
-        rows = torch.tensor([ids + [int(x)] for x in support], device=pair.device)
-        second = config.warp(pair.target(rows).logits[:, -1, :vocab]).double()  # [support, V]
-    expected = torch.zeros(vocab, vocab, dtype=torch.float64)
-    expected[support] = first[support, None] * second
+    expected = two_token_law(pair, prompt, config)
     counts = np.zeros(vocab * vocab)
     for seed in range(first_token.RUNS):
         dec = make_decoder(pair, prompt, DecodeConfig(**{**config.__dict__, "seed": seed}))
         while len(dec.generated_ids) < 2:
             dec.step()
         counts[dec.generated_ids[0] * vocab + dec.generated_ids[1]] += 1
-    assert chi_square_pvalue(counts, expected.flatten().numpy()) > 1e-3
+    assert chi_square_pvalue(counts, expected.numpy()) > 1e-3
 
 
 def test_caches_keep_only_the_accepted_path(pair):

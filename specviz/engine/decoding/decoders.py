@@ -63,6 +63,9 @@ class SpeculativeDecoder(Decoder):
         if type(self) is SpeculativeDecoder and isinstance(config, DecodeConfig) and config.drafts > 1:
             raise ValueError("SpeculativeDecoder drafts one chain; this config asks for several drafts: build it "
                              "with make_decoder(pair, prompt, config)")
+        if isinstance(config, DecodeConfig) and config.gamma_auto and config.draft_length is None:
+            raise ValueError("gamma auto stops by a rule at the pair's measured costs: build the config with "
+                             "engine.serving.auto_gamma.resolve(pair, config) first")
         self.drafter_class = drafter or (drafter_class(config) if isinstance(config, DecodeConfig) else None)
         super().__init__(pair, prompt, config, resume=resume, static_cache=static_cache)
         self.drafter: Drafter = self.drafter_class(pair, config, self.target, self.cache_options, self.generator)
@@ -170,7 +173,8 @@ class SpeculativeDecoder(Decoder):
                          counters=Counters(**vars(self.counters)), record=record, temperature=self.config.temperature,
                          finished=self.finished, notice=self.notice if step == 1 else "",
                          rejected=self._rejected(read["drafts"], result),
-                         source=DraftSource(kind=self.drafter.kind, details=self.drafter.source(drafted)))
+                         source=DraftSource(kind=self.drafter.kind, details=self.drafter.source(drafted)),
+                         draft_stop=drafted.stop)
 
     def _emitted(self, result: round_trace.RoundResult, kept: list[int]) -> list[EmittedToken]:
         kinds = ["accepted"] * result.n_accepted + ["bonus" if result.bonus else "resampled"]

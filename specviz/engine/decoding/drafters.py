@@ -8,10 +8,12 @@ from __future__ import annotations
 
 from ...core.config import DecodeConfig
 from .drafting import Drafter
+from .hybrid_draft import HybridDraft
 from .lookup_draft import PromptLookup
 from .model_draft import ModelDraft
 
-__all__ = ["DEFAULT_DRAFTER", "DRAFTERS", "ModelDraft", "PromptLookup", "check_drafter", "drafter_class", "register"]
+__all__ = ["DEFAULT_DRAFTER", "DRAFTERS", "HybridDraft", "ModelDraft", "PromptLookup", "check_drafter", "drafter_class",
+           "register"]
 
 DRAFTERS: dict[str, type[Drafter]] = {}
 
@@ -27,6 +29,7 @@ def register(name: str, drafter: type) -> type:
 
 register("model", ModelDraft)     # the pair's draft model (plain, or reading the target's features)
 register("lookup", PromptLookup)  # prompt lookup: copies what followed an earlier n-gram (core.lookup)
+register("auto", HybridDraft)     # per round: the lookup where the context has a match, the draft model elsewhere
 DEFAULT_DRAFTER = ModelDraft.kind
 
 

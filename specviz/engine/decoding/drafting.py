@@ -19,6 +19,7 @@ from typing import ClassVar, Protocol
 import torch
 
 from ...core.config import DecodeConfig
+from ...core.draft_length import DraftStop
 from ..caches.cache import CachedModel
 from ..models.loading import ModelPair
 
@@ -63,6 +64,7 @@ class Drafted:
     probs: torch.Tensor | None        # [gamma, V] the draft law q each was drawn from; None: a point mass on each
     forwards: int = 0                 # draft-model forwards this proposal cost (the counters' draft passes)
     detail: dict = field(default_factory=dict)  # what the trace's draft source records of this round
+    stop: DraftStop | None = None     # gamma auto: where and why drafting stopped (core.draft_length)
 
     @property
     def gamma(self) -> int:

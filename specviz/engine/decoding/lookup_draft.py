@@ -11,14 +11,16 @@ device once per round.
 """
 from __future__ import annotations
 
-from dataclasses import asdict
+from dataclasses import asdict, replace
 
 import torch
 
 from ...core import lookup
+from ...core.draft_length import DraftStop
 from ...core.trace import LookupTrace
 from .drafting import Drafted, ModelFreeDrafter, TokenContext
 
+LOOKUP_SOURCE = "lookup"  # its keep table's name in a draft length rule (core.draft_length)
 CONTEXT_SHOWN = 6  # tokens shown before the matched n-gram on the card
 AFTER_SHOWN = 3    # and after the copied ones
 
@@ -35,8 +37,26 @@ class PromptLookup(ModelFreeDrafter):
         config = self.config
         searchable = context.n_prompt if config.lookup_source == "prompt" else None
         proposal = lookup.propose(context.ids, gamma, config.lookup_max_ngram, config.lookup_min_ngram, searchable)
+        proposal, stop = self.cut(proposal)
         tokens = torch.tensor(proposal.tokens, dtype=torch.long).to(self.pair.device)  # [k]: one copy to the device
-        return Drafted(tokens=tokens, probs=None, detail=asdict(self._where(proposal, context)))
+        return Drafted(tokens=tokens, probs=None, detail=asdict(self._where(proposal, context)), stop=stop)
+
+    def cut(self, proposal: lookup.LookupProposal) -> tuple[lookup.LookupProposal, DraftStop | None]:
+        """With gamma auto, the copy cut where the rule stops (core.draft_length). q is a point mass, so the
+        lookup's confidence in a copied token is the length of the match it was copied after, n / lookup_max_ngram
+        (a longer match is copied from a likelier place), and the lookup's keep table turns it into a keep chance;
+        the copy running out first is the stop's reason "copy"."""
+        rule = self.config.draft_length
+        if rule is None:
+            return proposal, None
+        stopper = rule.start(LOOKUP_SOURCE)
+        confidence = proposal.ngram / self.config.lookup_max_ngram
+        kept, stopped = 0, False
+        while kept < len(proposal.tokens) and not stopped:
+            kept += 1
+            stopped = not stopper.go_on(confidence)
+        reason = None if stopped else "copy" if kept else "none"
+        return replace(proposal, tokens=proposal.tokens[:kept]), stopper.record(reason)
 
     def _where(self, proposal: lookup.LookupProposal, context: TokenContext) -> LookupTrace:
         """Where this round's proposal stands in the context it was copied from."""

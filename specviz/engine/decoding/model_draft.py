@@ -60,18 +60,33 @@ class ModelDraft:
 
     def propose(self, context: TokenContext, gamma: int) -> Drafted:
         """gamma tokens, one cached forward each, sampled from the warped draft at the round's uniforms: every
-        token stays on the device and feeds the next forward from there."""
+        token stays on the device and feeds the next forward from there. With gamma auto (`config.draft_length`)
+        fewer: after each token the rule reads the draft's confidence in it (one host read a token) and says
+        whether to draft another (core.draft_length: the token itself is always proposed)."""
+        rule = self.config.draft_length
+        stopper = rule.start(self.kind) if rule is not None else None
         tokens, rows = [], []
         pending = context.tail(self.model.seen)  # [1], or [2] after a bonus the draft never saw
         for i in range(gamma):
-            probs = self.warp(self.model.forward(pending, keep=1)[-1])  # [V]
+            logits = self.model.forward(pending, keep=1)[-1]  # [V]
+            probs = self.warp(logits)  # [V]
             # a row without mass (NaN logits) draws NO_TOKEN: clamped so the next forward runs, and refused by the
             # round's checks when it is read
             token = sampling.sample_from_uniforms(probs, context.uniforms[i]).clamp_min(0)  # 0-d long
             tokens.append(token)
             rows.append(probs)
             pending = token.reshape(1)
-        return Drafted(tokens=torch.stack(tokens), probs=torch.stack(rows), forwards=gamma)  # [gamma], [gamma, V]
+            if stopper is not None and not stopper.go_on(self.confidence(logits, probs, token)):
+                break
+        return Drafted(tokens=torch.stack(tokens), probs=torch.stack(rows), forwards=len(tokens),
+                       stop=stopper.record() if stopper is not None else None)  # [k], [k, V]
+
+    def confidence(self, logits: torch.Tensor, probs: torch.Tensor, token: torch.Tensor) -> float:
+        """The draft's confidence in the token it drew (core.draft_length): q(x) under the law it drew from; at
+        T = 0, where that law is one-hot on the argmax, the top-1 probability of the unwarped softmax."""
+        if self.config.greedy:
+            return float(torch.softmax(logits.float(), -1).max())
+        return float(probs[token])
 
     def propose_chains(self, context: TokenContext, k: int, gamma: int) -> tuple[list[list[int]], torch.Tensor]:
         """k chains of gamma tokens, one batched forward per depth; chains at one node share its distribution.

@@ -30,7 +30,7 @@ from ..decoding.decoders import TargetOnlyDecoder
 from ..decoding.factory import make_decoder
 from ..models.loading import ModelPair
 from ..settings import current as current_deployment
-from . import costs, quiet, zerogpu
+from . import auto_gamma, costs, quiet, zerogpu
 from .clock import TIMED
 from .run import RunSettings
 from .trim import give_back_memory
@@ -131,7 +131,7 @@ def run_race(settings: RunSettings, speculative_first: bool) -> Race:
     (on ZeroGPU it runs in the GPU worker, decorated at import as `spaces` requires). No step card is built inside
     the timed loop (`record` off). A race stopped by the event's deadline returns what both lanes decoded."""
     pair = settings.load()
-    config = replace(settings.config, record=False)
+    config = auto_gamma.resolve(pair, replace(settings.config, record=False), hold=lambda: TIMED)
     try:
         return _race(pair, settings.prompt, config, speculative_first)
     finally:

@@ -27,9 +27,10 @@ import threading
 import time
 import weakref
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ...core.config import DecodeConfig
+from ...core.draft_length import DraftLengthRule
 from ...core.metrics import metric_set
 from ...core.trace import StepTrace
 from .. import limits, memory
@@ -38,7 +39,7 @@ from ..decoding.factory import make_decoder
 from ..models.loading import ModelPair, is_cached, load_pair, on_evict
 from ..models.presets import PairRef
 from ..settings import current as current_deployment
-from . import costs, zerogpu
+from . import auto_gamma, costs, zerogpu
 from .clock import TIMED
 from .quiet import before_timed_forwards
 
@@ -61,6 +62,15 @@ class RunState:
     """Both decoders' progress as plain data: what crosses ZeroGPU's process boundary."""
     spec: DecoderState
     base: DecoderState
+    draft_length: DraftLengthRule | None = None  # gamma auto: the rule the run drafts by, measured at its first step
+
+
+def decode_config(pair: ModelPair, settings: RunSettings, state: RunState | None = None) -> DecodeConfig:
+    """The run's DecodeConfig as its decoders take it: with gamma auto, its rule (the one `state` carries, else
+    the pair's, measured first: serving.auto_gamma, every timed measurement holding the fair clock)."""
+    if state is not None and state.draft_length is not None:
+        return replace(settings.config, draft_length=state.draft_length)
+    return auto_gamma.resolve(pair, settings.config, hold=lambda: TIMED)
 
 
 def _catch_up(base: TargetOnlyDecoder, tokens: int) -> None:
@@ -84,11 +94,12 @@ def advance_both(spec: SpeculativeDecoder, base: TargetOnlyDecoder) -> StepTrace
 def _decoders(pair: ModelPair, settings: RunSettings, state: RunState | None):
     """Both sides, from the start or from `state`. From the start the prompt is read once: the baseline's
     target cache is a copy of the speculative side's, as `fork` makes it (one prefill of the target, not two)."""
+    config = decode_config(pair, settings, state)
     if state is None:
-        spec = make_decoder(pair, settings.prompt, settings.config)
-        return spec, TargetOnlyDecoder(pair, settings.prompt, settings.config, prefilled=spec)
-    return (make_decoder(pair, settings.prompt, settings.config, resume=state.spec),
-            TargetOnlyDecoder(pair, settings.prompt, settings.config, resume=state.base))
+        spec = make_decoder(pair, settings.prompt, config)
+        return spec, TargetOnlyDecoder(pair, settings.prompt, config, prefilled=spec)
+    return (make_decoder(pair, settings.prompt, config, resume=state.spec),
+            TargetOnlyDecoder(pair, settings.prompt, config, resume=state.base))
 
 
 @zerogpu.on_gpu(duration=zerogpu.STEP_GPU_SECONDS)
@@ -97,7 +108,7 @@ def stateless_step(settings: RunSettings, state: RunState | None) -> tuple[RunSt
     recomputed from the token ids), stepped, and exported. Runs inside spaces.GPU on ZeroGPU."""
     spec, base = _decoders(settings.load(), settings, state)
     trace = advance_both(spec, base)
-    return RunState(spec=spec.state(), base=base.state()), trace
+    return RunState(spec=spec.state(), base=base.state(), draft_length=spec.config.draft_length), trace
 
 
 class WarmRuns:
@@ -236,7 +247,8 @@ class ComparedRun:
             return False
         try:
             if self.spec is not None:
-                self._state = RunState(spec=self.spec.state(), base=self.base.state())
+                self._state = RunState(spec=self.spec.state(), base=self.base.state(),
+                                       draft_length=self.spec.config.draft_length)
                 self.spec = self.base = None
             return True
         finally:

@@ -1,0 +1,135 @@
+"""Benchmark of a draft length that adapts (`bench --gamma auto`) and of the hybrid drafter (`bench --drafter auto`).
+
+On the pair's prompts, by group ("nothing-to-copy": its example prompts; "copy-heavy": its lookup examples whose
+answers copy from them, for a drafter that copies), at each temperature: the target-only baseline, the drafter at
+each fixed gamma asked for, and the drafter at gamma auto (`core.draft_length`, its rule resolved at this pair's
+measured costs before anything is timed) run in one process on the same prompts and seeds, interleaved prompt by
+prompt and seed by seed, so that drift in the machine's speed hits each contender alike. Ratios are throughput
+ratios (tokens per second) against the baseline's forwards of the same prompts and seeds (`core.metrics`).
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import torch
+
+from ..core.config import GAMMA_AUTO, DecodeConfig
+from ..core.metrics import metric_set
+from ..engine.decoding.decoders import TargetOnlyDecoder
+from ..engine.decoding.drafters import check_drafter
+from ..engine.decoding.factory import make_decoder
+from ..engine.models.loading import load_pair
+from ..engine.models.presets import NO_COPY
+from ..engine.serving import auto_gamma
+from .cli_values import number_list, whole_list
+
+NOTHING_TO_COPY, COPY_HEAVY = "nothing-to-copy", "copy-heavy"
+
+
+def prompt_groups(pair, drafter: str, quick: bool) -> dict[str, list[str]]:
+    """The prompts by group: the pair's examples (nothing to copy) and, for a drafter that copies, its copy-heavy
+    lookup examples."""
+    groups = {NOTHING_TO_COPY: list(pair.examples or ("The",))[: 2 if quick else 4]}
+    copying = [prompt for name, prompt in (pair.ref.lookup_examples if pair.ref else ()) if name != NO_COPY]
+    if drafter != "model" and copying:
+        groups[COPY_HEAVY] = copying[: 2 if quick else 3]
+    return groups
+
+
+def contenders(drafter: str, gammas: list[int], gamma_max: int, temperature: float, new_tokens: int) -> dict:
+    """name -> DecodeConfig (seed 0, rule unresolved): each fixed gamma, then "auto"."""
+    knobs = dict(temperature=temperature, top_k=None, top_p=None, kl_budget=0.0, max_new_tokens=new_tokens, seed=0,
+                 drafter=drafter, record=False)
+    out = {str(g): DecodeConfig.from_knobs(gamma=g, **knobs) for g in gammas}
+    out[GAMMA_AUTO] = DecodeConfig.from_knobs(gamma=GAMMA_AUTO, gamma_max=gamma_max, **knobs)
+    for config in out.values():
+        check_drafter(config)
+    return out
+
+
+def _row(records, calls) -> dict:
+    m = metric_set(records, calls)
+    drafted = [r.gamma for r in records]
+    return {"speedup_vs_target_only": round(m["speedup"], 3), "speedup_stderr": _r(m["speedup_stderr"]),
+            "tokens_per_s": round(m["tokens_per_s_speculative"], 1), "acceptance_rate": round(m["acceptance_rate"], 4),
+            "tokens_per_target_pass": round(m["tokens_per_target_call"], 3),
+            "mean_drafted": round(sum(drafted) / len(drafted), 3) if drafted else 0.0,
+            "drafted_length_histogram": m["drafted_length_histogram"]}
+
+
+def _r(x):
+    return None if x is None else round(x, 3)
+
+
+def _group(pair, prompts: list[str], configs: dict, seeds: range) -> dict:
+    """Every contender and the baseline on every prompt and seed, interleaved; their rows."""
+    records = {name: [] for name in configs}
+    calls: list[float] = []
+    for prompt in prompts:
+        for s in seeds:
+            base = TargetOnlyDecoder(pair, prompt, dataclasses.replace(next(iter(configs.values())), seed=s))
+            base.run()
+            calls += base.call_s
+            for name, config in configs.items():
+                spec = make_decoder(pair, prompt, dataclasses.replace(config, seed=s))
+                spec.run()
+                records[name] += spec.records
+    rows = {name: _row(recs, calls) for name, recs in records.items()}
+    fixed = {name: row for name, row in rows.items() if name != GAMMA_AUTO}
+    best = max(fixed, key=lambda name: fixed[name]["speedup_vs_target_only"]) if fixed else None
+    return {"tokens_per_s_target_only": round(len(calls) / sum(calls), 1), "contenders": rows, "best_fixed_gamma": best,
+            "auto_over_best_fixed": round(rows[GAMMA_AUTO]["speedup_vs_target_only"] /
+                                          fixed[best]["speedup_vs_target_only"], 3) if best else None}
+
+
+def run_auto_bench(preset=None, draft=None, target=None, device=None, drafter: str = "model",
+                   gammas=(1, 2, 3, 4), gamma_max: int = 8, temperatures=(0.7, 0.0), quick=False, seed=0) -> dict:
+    new_tokens = 48 if quick else 64
+    by_t = [contenders(drafter, list(gammas), gamma_max, t, new_tokens) for t in temperatures]  # validated first
+    if not by_t:
+        raise ValueError("--temperatures needs at least one temperature")
+    pair = load_pair(preset, draft=draft, target=target, device=device)
+    groups = prompt_groups(pair, drafter, quick)
+    seeds = range(seed, seed + 2)
+    out = []
+    for configs in by_t:
+        # the rule at this pair's costs, measured before anything is timed; a warm-up run of each contender
+        configs = {name: auto_gamma.resolve(pair, c) for name, c in configs.items()}
+        for config in configs.values():
+            make_decoder(pair, groups[NOTHING_TO_COPY][0], dataclasses.replace(config, max_new_tokens=8)).run()
+        rule = configs[GAMMA_AUTO].draft_length
+        out.append({"temperature": configs[GAMMA_AUTO].temperature,
+                    "rule": {"draft_cost": rule.draft_cost, "verify_costs": list(rule.verify_costs),
+                             "keep": {source: list(table.chances) for source, table in rule.keep}},
+                    "groups": {name: _group(pair, prompts, configs, seeds) for name, prompts in groups.items()}})
+    return {"preset": pair.name, "device": str(pair.device), "threads": torch.get_num_threads(), "drafter": drafter,
+            "gamma_max": gamma_max, "fixed_gammas": list(gammas), "new_tokens_per_run": new_tokens, "seeds": len(seeds),
+            "prompts": groups, "by_temperature": out}
+
+
+def auto_bench_text(result: dict) -> str:
+    """The bench's result as lines to read: per temperature and group, each contender's speedup."""
+    lines = [f"{result['preset']} on {result['device']} ({result['threads']} threads), drafter {result['drafter']}, "
+             f"gamma auto (cap {result['gamma_max']}) beside fixed gamma {result['fixed_gammas']}"]
+    for by_t in result["by_temperature"]:
+        for name, group in by_t["groups"].items():
+            shown = "  ".join(f"γ {k}: x{row['speedup_vs_target_only']:.3f} (drafts {row['mean_drafted']:.2f})"
+                              for k, row in group["contenders"].items())
+            lines.append(f"T {by_t['temperature']:g} {name}: {shown}; best fixed γ {group['best_fixed_gamma']}, "
+                         f"auto / best fixed {group['auto_over_best_fixed']}")
+    return "\n".join(lines)
+
+
+def cmd_auto_bench(args) -> int:
+    """`bench --gamma auto` (beside fixed gammas) or `bench --drafter auto`: the command line's entry."""
+    if args.drafts is not None or args.random_weights:
+        raise ValueError("bench --gamma auto and --drafter auto run the auto bench: leave out --drafts and "
+                         "--random-weights")
+    result = run_auto_bench(preset=args.preset, draft=args.draft, target=args.target, device=args.device,
+                            drafter=args.drafter, gammas=whole_list("--gammas", args.gammas or "1,2,3,4"),
+                            gamma_max=args.gamma_max,
+                            temperatures=number_list("--temperatures", args.temperatures or "0.7,0"),
+                            quick=args.quick, seed=args.seed)
+    print(json.dumps(result) if args.json else auto_bench_text(result))
+    return 0

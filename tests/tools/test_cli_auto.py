@@ -1,0 +1,75 @@
+"""gamma auto and the hybrid drafter on the command line (bundled pair): generate, report and bench's contract, and
+the rule measured at the pair's costs once per process (engine.serving.auto_gamma)."""
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import pytest
+
+from specviz.core.config import DecodeConfig
+from specviz.core.draft_length import DraftLengthRule
+from specviz.engine.serving import auto_gamma
+from tests.cli_runner import run_cli
+
+
+def test_generate_gamma_auto_drafts_at_most_the_cap_and_says_why_each_round_stopped():
+    out = run_cli("generate", "--prompt", "KING.\nNow is", "--gamma", "auto", "--gamma-max", "5", "--max-new-tokens",
+                  "24", "--json")
+    assert out.returncode == 0, out.stderr[-1500:]
+    steps = json.loads(out.stdout)["steps"]
+    assert steps and all(1 <= s["gamma"] <= 5 == s["draft_stop"]["gamma_max"] for s in steps)
+    assert all(s["draft_stop"]["drafted"] == s["gamma"] for s in steps)
+    assert {s["draft_stop"]["reason"] for s in steps} <= {"doubt", "cap"}
+
+
+@pytest.mark.parametrize("args, message", [
+    (("--gamma", "often"), "--gamma takes a whole number in 1..16 or auto, not 'often'"),
+    (("--gamma", "auto", "--gamma-max", "40"), "gamma_max must be a whole number in 1..16, not 40"),
+    (("--gamma", "auto", "--drafts", "2"), "gamma auto drafts one chain: it needs drafts = 1"),
+])
+def test_a_bad_gamma_is_one_error_line(args, message):
+    out = run_cli("generate", "--prompt", "KING", *args)
+    assert out.returncode == 2 and out.stdout == ""
+    assert out.stderr.startswith("error: ") and message in out.stderr and out.stderr.count("\n") == 1
+
+
+@pytest.mark.slow  # the verify's cost curve, the rule's probe run and two compared runs: minutes on 2 cores
+def test_report_runs_gamma_auto_beside_fixed_gammas_with_its_drafted_lengths(tmp_path):
+    prompts = tmp_path / "prompts.txt"
+    prompts.write_text("KING.\\nNow is the time\n")
+    out = run_cli("report", "--prompts", str(prompts), "--gamma", "2,auto", "--gamma-max", "6", "--max-new-tokens",
+                  "24", "--out", str(tmp_path / "r"))
+    assert out.returncode == 0, out.stderr[-1500:]
+    summary = json.loads((tmp_path / "r" / "summary.json").read_text())
+    assert list(summary["by_gamma"]) == ["2"] and summary["settings"]["gammas"] == [2, "auto"]
+    auto = summary["gamma_auto"]
+    lines = [json.loads(x) for x in (tmp_path / "r" / "traces.jsonl").read_text().splitlines()[1:]]
+    drafted = [x["gamma"] for x in lines if "draft_stop" in x]
+    assert max(drafted) <= 6 and auto["drafted_length_histogram"] == [drafted.count(k) for k in range(max(drafted) + 1)]
+    assert sum(auto["acceptance_length_histogram"]) == len(drafted) and auto["over_best_fixed"] > 0
+    page = (tmp_path / "r" / "report.html").read_text()
+    assert 'id="drafted-lengths"' in page and "γ auto: a draft length that adapts" in page
+
+
+def test_the_rule_is_measured_once_per_pair_drafter_and_temperature_band(pair, monkeypatch):
+    auto_gamma.forget()
+    measured = []
+    real = auto_gamma.measure_rule
+    monkeypatch.setattr(auto_gamma, "measure_rule", lambda *a, **k: measured.append(1) or real(*a, **k))
+    config = DecodeConfig.from_knobs(gamma="auto", gamma_max=4, temperature=0.8, top_k=0, top_p=1, kl_budget=0,
+                                     max_new_tokens=16, seed=0, drafter="auto")
+    first = auto_gamma.resolve(pair, config)
+    again = auto_gamma.resolve(pair, config)
+    nearby = auto_gamma.resolve(pair, dataclasses.replace(config, temperature=0.9, top_k=40))  # the same band
+    assert len(measured) == 1 and first == again and isinstance(first.draft_length, DraftLengthRule)
+    assert nearby.draft_length is first.draft_length and nearby.temperature == 0.9
+    rule = first.draft_length
+    assert rule.gamma_max == 4 and rule.verify_costs[0] == 1.0 and len(rule.verify_costs) == 5
+    assert list(rule.verify_costs) == sorted(rule.verify_costs) and rule.draft_cost > 0
+    assert dict(rule.keep).keys() == {"model", "lookup"} and dict(rule.keep)["model"].tokens > 0
+    other = auto_gamma.resolve(pair, DecodeConfig.from_knobs(gamma="auto", gamma_max=4, temperature=0.5, top_k=0,
+                                                             top_p=1, kl_budget=0, max_new_tokens=16, seed=0))
+    assert len(measured) == 2 and dict(other.draft_length.keep).keys() == {"model"}
+    fixed = DecodeConfig(gamma=3)
+    assert auto_gamma.resolve(pair, fixed) is fixed and len(measured) == 2
