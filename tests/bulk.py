@@ -2,8 +2,9 @@
 
 The law tests check `sampling.verify_round` (the code every decoder's round goes through) on known p and q rows
 instead of running a decoder thousands of times: the drafts are drawn here from q by their own inverse CDF
-(numpy's searchsorted, not the library's sampler), the uniforms from one seeded torch.Generator, and one call
-decides every round. Context-dependent laws (the emitted sequence over several rounds) use tables of rows indexed
+(numpy's searchsorted, not the library's sampler), each round's gamma + V uniforms (gamma against the accept
+chances, V for the exponential race of the last token) from one seeded torch.Generator, and one call decides every
+round. Context-dependent laws (the emitted sequence over several rounds) use tables of rows indexed
 by the prefix, advanced round by round for every unfinished sample at once.
 """
 from __future__ import annotations
@@ -36,14 +37,14 @@ def rounds(target: torch.Tensor, draft: torch.Tensor, n: int, seed: int, **verif
     gamma = draft.shape[0]
     u = torch.rand(n, gamma, generator=gen, dtype=torch.float64)
     drafts = torch.stack([draw(draft[i], u[:, i]) for i in range(gamma)], -1)                        # [n, gamma]
-    uniforms = torch.rand(n, gamma + 1, generator=gen, dtype=torch.float64)                          # [n, gamma+1]
+    uniforms = torch.rand(n, gamma + target.shape[-1], generator=gen, dtype=torch.float64)           # [n, gamma+V]
     return verify_round(target.expand(n, -1, -1), draft.expand(n, -1, -1), drafts, uniforms, **verify_kwargs)
 
 
 def first_tokens(target: torch.Tensor, draft: torch.Tensor, n: int, seed: int, chunk: int = 200_000,
                  **verify_kwargs) -> np.ndarray:
     """Counts [V] of the first emitted token of `n` rounds (`rounds`), decided `chunk` rounds a call (a round holds
-    a few rows of V entries: a model's vocabulary of thousands wants chunks of a few thousand rounds)."""
+    a few rows of V entries and V uniforms: a model's vocabulary of thousands wants chunks of a thousand rounds)."""
     counts = np.zeros(target.shape[-1], dtype=np.int64)
     for i, start in enumerate(range(0, n, chunk)):
         out = rounds(target, draft, min(chunk, n - start), seed * 1_000 + i, **verify_kwargs)
@@ -97,7 +98,7 @@ def emitted_sequences(tables: PrefixTables, gamma: int, horizon: int, n: int, se
             token = draw(q_rows[-1], torch.rand(len(live), generator=gen, dtype=torch.float64))
             drafts.append(token)
             code = code * vocab + token
-        uniforms = torch.rand(len(live), gamma + 1, generator=gen, dtype=torch.float64)
+        uniforms = torch.rand(len(live), gamma + vocab, generator=gen, dtype=torch.float64)
         out = verify_round(torch.stack(p_rows, 1), torch.stack(q_rows, 1), torch.stack(drafts, 1), uniforms)
         emitted = out.tokens                       # [live, gamma+1], NO_TOKEN after the last
         for j in range(gamma + 1):                 # 2. append what the round emitted, up to the horizon

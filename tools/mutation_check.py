@@ -46,12 +46,12 @@ class Fault:
 
 
 FAULTS = [
-    Fault("residual taken as p, not norm(max(0, p - q))", "specviz/core/probability.py",
-          "return safe_divide(residual, residual.sum(-1, keepdim=True), target_probs)",
-          "return target_probs"),
+    Fault("residual taken as p, not max(0, p - q)", "specviz/core/sampling.py",
+          "residual = torch.clamp(drafted_rows - draft_probs, min=0)                  # [..., gamma, V] max(0, p - q)",
+          "residual = drafted_rows"),
     Fault("bonus drawn from q, not from the target's next row", "specviz/core/sampling.py",
-          "candidates = torch.cat([corrections, target_probs[..., gamma:, :].to(corrections.dtype)], -2)  # [..., gamma+1, V]",
-          "candidates = torch.cat([corrections, draft_probs[..., -1:, :].to(corrections.dtype)], -2)"),
+          "candidates = torch.cat([corrections, target_probs[..., gamma:, :]], -2)       # [..., gamma+1, V]",
+          "candidates = torch.cat([corrections, draft_probs[..., -1:, :]], -2)"),
     Fault("accept test against q/p, not p/q", "specviz/core/sampling.py",
           "accept = torch.clamp(drafted_p / drafted_q, max=1.0)                       # [..., gamma] min(1, p/q)",
           "accept = torch.clamp(drafted_q / drafted_p, max=1.0)"),
@@ -63,14 +63,18 @@ FAULTS = [
           "if True:"),
     # the engine's plumbing: what reaches the decision from real models (caught end to end, or not at all)
     Fault("the round judges each draft by the q of the position before", "specviz/engine/decoding/decoders.py",
-          "q = drafted.q(target_probs)                                                # [k, V]",
+          "q = drafted.q(target_probs)                                                             # [k, V]",
           "q = drafted.q(target_probs).roll(1, 0)"),
+    # the u_i an inverse-CDF draft of x_i from q would have used (uniform within x_i's step of q's CDF): the accept
+    # test then judges each draft by the very uniform that drew it, as the round did before the race drew the drafts
     Fault("the accept test reuses the uniforms that drew the drafts", "specviz/engine/decoding/decoders.py",
-          "rnd = sampling.verify_round(target_probs, q, drafted.tokens, uniforms[gamma: gamma + k + 1],",
-          "rnd = sampling.verify_round(target_probs, q, drafted.tokens, uniforms[0: k + 1],"),
+          "uniforms = sampling.round_uniforms(k, vocab, self.generator, target_probs.device)     # [k + V]",
+          "uniforms = sampling.round_uniforms(k, vocab, self.generator, target_probs.device); "
+          "at = drafted.tokens[:, None]; "
+          "uniforms[:k] = q.double().cumsum(-1).gather(-1, at)[:, 0] - uniforms[:k] * q.double().gather(-1, at)[:, 0]"),
     Fault("the draft model draws from another law than the q it reports", "specviz/engine/decoding/model_draft.py",
-          "token = sampling.sample_from_uniforms(probs, context.uniforms[i]).clamp_min(0)  # 0-d long",
-          "token = sampling.sample_from_uniforms(probs * probs, context.uniforms[i]).clamp_min(0)"),
+          "inputs = sampling.race(probs, keys, checked=False)                         # [1] long: the next input",
+          "inputs = sampling.race(probs * probs, keys, checked=False)"),
 ]
 
 

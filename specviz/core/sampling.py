@@ -59,7 +59,7 @@ class Verification:
     """What one verify round decided. Rows of the tensors are the examined positions."""
     n_accepted: int
     tokens: list[int]            # accepted draft tokens, then exactly one resampled or bonus token
-    uniforms: torch.Tensor       # [n_examined] u_i ~ U(0, 1) drawn, compared with accept_probs
+    uniforms: torch.Tensor       # [n_examined] float64 u_i ~ U(0, 1) drawn, compared with accept_probs
     drafted_accept_probs: torch.Tensor  # [gamma] chance every draft token had, examined or not
     final_probs: torch.Tensor    # [V] the distribution the last token was drawn from
     drafted_kl: torch.Tensor | None = None  # [gamma] mentored: KL(target || output) per position; None when exact
@@ -118,15 +118,9 @@ def verify(target_probs: torch.Tensor, draft_probs: torch.Tensor, draft_tokens: 
         raise ValueError(f"draft token {int(draft_tokens[pos])} at position {pos} has zero draft "
                          f"probability: it cannot have been sampled from draft_probs")
 
-    # 2. verify and 3. correct, vectorised over the gamma positions; the uniforms drawn in the order this
-    # function always drew them (gamma in the accept chances' dtype, then one float64 for the last token),
-    # so a seeded call gives the tokens it gave before the round moved to the device
+    # 2. verify and 3. correct, vectorised over the gamma positions, from one draw of gamma + V uniforms
     plan = mentored_plan(target_probs[:gamma], draft_probs, kl_budget) if kl_budget > 0 else None
-    accept_dtype = target_probs.dtype if plan is not None else torch.promote_types(target_probs.dtype,
-                                                                                   draft_probs.dtype)
-    device = draft_probs.device
-    uniforms = torch.cat([torch.rand(gamma, generator=generator, device=device, dtype=accept_dtype).double(),
-                          torch.rand((1,), generator=generator, device=device, dtype=torch.float64)])
+    uniforms = round_uniforms(gamma, vocab, generator, draft_probs.device)
     result = verify_round(target_probs, draft_probs, draft_tokens, uniforms, kl_budget=kl_budget, plan=plan)
     read = pack(n_accepted=result.n_accepted, tokens=result.tokens).read()  # one read back to the host
     n = read["n_accepted"]
@@ -134,7 +128,7 @@ def verify(target_probs: torch.Tensor, draft_probs: torch.Tensor, draft_tokens: 
         raise ValueError("cannot sample: the distribution contains NaN or infinite entries, or no mass")
     examined = min(n + 1, gamma)
     return Verification(n_accepted=n, tokens=read["tokens"][: n + 1],
-                        uniforms=uniforms[:examined].to(accept_dtype), drafted_accept_probs=result.accept_probs,
+                        uniforms=uniforms[:examined], drafted_accept_probs=result.accept_probs,
                         final_probs=result.final_probs, drafted_kl=result.drafted_kl)
 
 
@@ -142,27 +136,36 @@ def verify(target_probs: torch.Tensor, draft_probs: torch.Tensor, draft_tokens: 
 # Everything below returns tensors and reads nothing back to the host (on a GPU each read is a
 # synchronisation), except mentored decoding's plan, whose bisection runs on the host.
 
-NO_TOKEN = -1  # the padding of a round's emitted tokens, and what a row without mass samples
+NO_TOKEN = -1  # the padding of a round's emitted tokens, and what a race over a row without mass draws
+SMALLEST_UNIFORM = torch.finfo(torch.float64).tiny  # u = 0 is drawn as this: its exponential stays finite
 
 
-def round_uniforms(gamma: int, generator: torch.Generator | None, device: torch.device | str) -> torch.Tensor:
-    """[gamma+1] float64 uniforms for one round in one call: u_0..u_{gamma-1} against the accept chances,
-    u_gamma for the last (resampled or bonus) token. Drawing them at once changes which numbers a seed
-    gives each decision compared with drawing them one by one, so seeded runs differ from such code."""
-    return torch.rand(gamma + 1, generator=generator, device=device, dtype=torch.float64)
+def round_uniforms(gamma: int, vocab: int, generator: torch.Generator | None,
+                   device: torch.device | str) -> torch.Tensor:
+    """[gamma + V] float64 uniforms for one round in one call: u_0..u_{gamma-1} against the accept chances, then V
+    for the exponential race that draws the last (resampled or bonus) token (`race_keys`)."""
+    return torch.rand(gamma + vocab, generator=generator, device=device, dtype=torch.float64)
 
 
-def sample_from_uniforms(probs: torch.Tensor, uniforms: torch.Tensor) -> torch.Tensor:
-    """Tokens from [..., V] distributions by inverse CDF at the given [...] uniforms: a LongTensor [...],
-    the first i with cdf[i] > u * total (right-continuous, so a token of probability 0 is never chosen:
-    its cdf equals its predecessor's). u * total can round up to the total itself; then the last token
-    of positive probability, chosen on the device. A row without mass (NaN, all zeros) gives NO_TOKEN."""
-    cdf = probs.cumsum(-1, dtype=torch.float64)                                   # [..., V]
-    threshold = (uniforms.to(torch.float64) * cdf[..., -1]).unsqueeze(-1)         # [..., 1]
-    index = torch.searchsorted(cdf, threshold, right=True).squeeze(-1)            # [...]
-    positions = torch.arange(probs.shape[-1], device=probs.device)
-    last_positive = torch.where(probs > 0, positions, NO_TOKEN).amax(-1)           # [...]
-    return torch.where(index < probs.shape[-1], index, last_positive)
+def race_keys(uniforms: torch.Tensor) -> torch.Tensor:
+    """log u for uniforms u in [0, 1): the keys of an exponential race (E = -log u ~ Exp(1)). A zero uniform is
+    taken as the smallest positive float64, so every key is finite and negative: no 0/0, no NaN, no token of
+    probability 0 chosen while one of positive probability exists."""
+    return uniforms.clamp_min(SMALLEST_UNIFORM).log()
+
+
+def race(weights: torch.Tensor, keys: torch.Tensor, *, checked: bool = True) -> torch.Tensor:
+    """A token from each [..., V] row of non-negative weights, with chance weight / sum(weights): the exponential
+    race argmax_x w_x / E_x with E_x = -log u_x ~ Exp(1) independent (the smallest of the independent
+    Exp(w_x)-distributed E_x / w_x is x's with chance w_x / sum w), as vLLM's rejection sampler draws its
+    recovered token. Written as argmin w / log u (`race_keys`): no cumulative sum and no normalisation, so a
+    residual max(0, p - q) is raced as it is. LongTensor [...]. `checked`: a row without mass (all zeros, or NaN)
+    gives NO_TOKEN; unchecked, some index of it (a caller that checks its rows itself saves two operations)."""
+    scores = weights / keys                                                  # [..., V] -w/E: <= 0
+    if not checked:
+        return scores.argmin(-1)
+    best = scores.min(-1)                                                    # NaN wins a min: a NaN row stays NaN
+    return torch.where(best.values < 0, best.indices, NO_TOKEN)
 
 
 @dataclass(frozen=True)
@@ -170,15 +173,42 @@ class Round:
     """One verify round as tensors on the probabilities' device (read them with `pack(...).read()`). Shapes are
     for one round; a batch of rounds (`verify_round` with leading dimensions [...]) puts [...] before each."""
     n_accepted: torch.Tensor      # 0-d long: the accepted prefix's length n
-    tokens: torch.Tensor          # [gamma+1] long: the n accepted drafts, the last token, then NO_TOKEN
     last: torch.Tensor            # 0-d long: the resampled (n < gamma) or bonus (n = gamma) token
-    uniforms: torch.Tensor        # [gamma+1] the round's uniforms, as given
-    accepted: torch.Tensor        # [gamma] bool: u_i < accept chance, at every position (examined or not)
+    draft_tokens: torch.Tensor    # [gamma] long: the drafted tokens, as given
+    uniforms: torch.Tensor        # [gamma + V] the round's uniforms, as given
     accept_probs: torch.Tensor    # [gamma] the accept chance of each drafted token
     drafted_target_probs: torch.Tensor  # [gamma] p(x_i)
     drafted_draft_probs: torch.Tensor   # [gamma] q(x_i)
-    final_probs: torch.Tensor     # [V] the distribution the last token was drawn from
+    candidates: torch.Tensor      # [gamma+1, V] unnormalised: the correction at each drafted position, then p's next row
     drafted_kl: torch.Tensor | None = None  # [gamma] mentored: KL(target || output) per position
+
+    @property
+    def accepted(self) -> torch.Tensor:
+        """[gamma] bool: u_i < accept chance, at every position (examined or not)."""
+        return self.uniforms[..., : self.accept_probs.shape[-1]] < self.accept_probs
+
+    @property
+    def tokens(self) -> torch.Tensor:
+        """[gamma+1] long: the n accepted drafts, the last token, then NO_TOKEN."""
+        gamma = self.draft_tokens.shape[-1]
+        positions = torch.arange(gamma + 1, device=self.draft_tokens.device)
+        n, last = self.n_accepted.unsqueeze(-1), self.last.unsqueeze(-1)
+        drafted = torch.cat([self.draft_tokens, torch.full_like(self.draft_tokens[..., :1], NO_TOKEN)], -1)
+        return torch.where(positions < n, drafted, torch.where(positions == n, last, NO_TOKEN))
+
+    @property
+    def final_probs(self) -> torch.Tensor:
+        """[V] the distribution the last token was drawn from: candidates' row n, normalised."""
+        return _normalised(_row(self.candidates, self.n_accepted))
+
+
+def _row(rows: torch.Tensor, n: torch.Tensor) -> torch.Tensor:
+    """rows [..., R, V] at [...] row indices n: [..., V]."""
+    return rows.gather(-2, n[..., None, None].expand(*n.shape, 1, rows.shape[-1])).squeeze(-2)
+
+
+def _normalised(weights: torch.Tensor) -> torch.Tensor:
+    return weights / weights.sum(-1, keepdim=True)
 
 
 def verify_round(target_probs: torch.Tensor, draft_probs: torch.Tensor, draft_tokens: torch.Tensor,
@@ -187,48 +217,46 @@ def verify_round(target_probs: torch.Tensor, draft_probs: torch.Tensor, draft_to
     over the positions as vLLM's rejection sampler and transformers' `_speculative_sampling` do.
 
     target_probs [gamma+1, V], draft_probs [gamma, V], draft_tokens [gamma] (a LongTensor on their device),
-    uniforms [gamma+1] (`round_uniforms`). Leading dimensions [...] before each make it a batch of independent
-    rounds decided in one call (the tests draw tens of thousands of rounds so). Values are trusted (checking them
-    is a host read: `verify` does it); shapes are checked. kl_budget > 0 is mentored decoding through its plan
-    (Tran-Thien 2023), whose bisection runs on the host; pass `plan` to reuse one computed for
-    target_probs[..., :gamma, :] (a plan of one round's [gamma, V] rows serves a batch of rounds on those rows).
+    uniforms [gamma + V] float64 (`round_uniforms`): u_i against the accept chances, then V for the exponential race
+    that draws the last token from the unnormalised residual max(0, p - q) or p's next row (`race`). Leading
+    dimensions [...] before each make it a batch of independent rounds decided in one call (the tests draw tens of
+    thousands of rounds so). Values are trusted (checking them is a host read: `verify` does it); shapes are
+    checked. kl_budget > 0 is mentored decoding through its plan (Tran-Thien 2023), whose bisection runs on the
+    host; pass `plan` to reuse one computed for target_probs[..., :gamma, :] (a plan of one round's [gamma, V] rows
+    serves a batch of rounds on those rows). A handful of operations, none reading back to the host.
     """
-    gamma, vocab = draft_probs.shape[-2:]
-    batch = draft_probs.shape[:-2]
+    shape = draft_probs.shape
+    batch, (gamma, vocab) = shape[:-2], shape[-2:]
     if tuple(target_probs.shape) != (*batch, gamma + 1, vocab) or tuple(draft_tokens.shape) != (*batch, gamma) \
-            or tuple(uniforms.shape) != (*batch, gamma + 1):
+            or tuple(uniforms.shape) != (*batch, gamma + vocab):
         raise ValueError(f"verify_round wants target_probs [{gamma + 1}, {vocab}], draft_tokens [{gamma}] and "
-                         f"uniforms [{gamma + 1}] (after the same leading dimensions as draft_probs), got "
+                         f"uniforms [{gamma + vocab}] (after the same leading dimensions as draft_probs), got "
                          f"{tuple(target_probs.shape)}, {tuple(draft_tokens.shape)} and {tuple(uniforms.shape)}")
-    index = draft_tokens.long().unsqueeze(-1)                                      # [..., gamma, 1]
-    drafted_p = target_probs[..., :gamma, :].gather(-1, index).squeeze(-1)         # [..., gamma]
+    index = draft_tokens.unsqueeze(-1)                                             # [..., gamma, 1]
+    drafted_rows = target_probs[..., :gamma, :]                                    # [..., gamma, V]
+    drafted_p = drafted_rows.gather(-1, index).squeeze(-1)                         # [..., gamma]
     drafted_q = draft_probs.gather(-1, index).squeeze(-1)                          # [..., gamma]
     if kl_budget > 0 and plan is None:
-        plan = mentored_plan(target_probs[..., :gamma, :], draft_probs, kl_budget)
+        plan = mentored_plan(drafted_rows, draft_probs, kl_budget)
     if plan is not None:
         accept = plan.accept_probs.expand(*batch, gamma, vocab).gather(-1, index).squeeze(-1)  # [..., gamma]
         corrections = plan.resample_probs.expand(*batch, gamma, vocab)            # [..., gamma, V]
     else:
         accept = torch.clamp(drafted_p / drafted_q, max=1.0)                       # [..., gamma] min(1, p/q)
-        corrections = residual_distribution(target_probs[..., :gamma, :], draft_probs)  # [..., gamma, V]
-    # 2. verify: strict u_i < chance, so a token with accept chance 0 is never kept; n = first rejection
-    accepted = uniforms[..., :gamma] < accept                                      # [..., gamma]
-    stops = torch.cat([~accepted, accepted.new_ones(*batch, 1)], -1)               # [..., gamma+1]
-    n = stops.int().argmax(-1)                                                     # [...]: first True
-    # 3. correct: the residual at the first rejection, or the target's next row for the bonus token
-    candidates = torch.cat([corrections, target_probs[..., gamma:, :].to(corrections.dtype)], -2)  # [..., gamma+1, V]
-    if batch:
-        final = candidates.gather(-2, n[..., None, None].expand(*batch, 1, vocab)).squeeze(-2)  # [..., V]
-    else:
-        final = candidates.index_select(0, n.reshape(1)).squeeze(0)                # [V]
-    last = sample_from_uniforms(final, uniforms[..., gamma])                       # [...] long
-    positions = torch.arange(gamma + 1, device=draft_tokens.device)
-    drafted = torch.cat([draft_tokens.long(), draft_tokens.new_full((*batch, 1), NO_TOKEN, dtype=torch.long)], -1)
-    n_, last_ = n.unsqueeze(-1), last.unsqueeze(-1)
-    tokens = torch.where(positions < n_, drafted, torch.where(positions == n_, last_, NO_TOKEN))  # [..., gamma+1]
-    return Round(n_accepted=n, tokens=tokens, last=last, uniforms=uniforms, accepted=accepted,
-                 accept_probs=accept, drafted_target_probs=drafted_p, drafted_draft_probs=drafted_q,
-                 final_probs=final, drafted_kl=_batched_kl(plan, batch, gamma))
+        residual = torch.clamp(drafted_rows - draft_probs, min=0)                  # [..., gamma, V] max(0, p - q)
+        # where p <= q everywhere (p == q up to rounding) no rejection can happen; p keeps the race defined
+        corrections = torch.where(residual.any(-1, keepdim=True), residual, drafted_rows)
+    # 2. verify: strict u_i < chance, so a token with accept chance 0 is never kept; n = the accepted prefix
+    n = (uniforms[..., :gamma] < accept).cumprod(-1).sum(-1)                      # [...]
+    # 3. correct: the residual at each position, p's next row for the bonus (torch.cat promotes to the wider dtype)
+    candidates = torch.cat([corrections, target_probs[..., gamma:, :]], -2)       # [..., gamma+1, V]
+    # every row raced with the same V uniforms (only row n's token is kept: one fresh race), row n's token kept;
+    # unchecked: valid rows (checked by `verify` or the round's read) always leave row n some mass
+    raced = race(candidates, race_keys(uniforms[..., None, gamma:]), checked=False)  # [..., gamma+1]
+    last = raced.gather(-1, n.unsqueeze(-1)).squeeze(-1)                           # [...]
+    return Round(n_accepted=n, last=last, draft_tokens=draft_tokens, uniforms=uniforms, accept_probs=accept,
+                 drafted_target_probs=drafted_p, drafted_draft_probs=drafted_q, candidates=candidates,
+                 drafted_kl=_batched_kl(plan, batch, gamma))
 
 
 def _batched_kl(plan: MentoredPlan | None, batch: torch.Size, gamma: int) -> torch.Tensor | None:
@@ -258,12 +286,16 @@ class Packed:
         return out
 
 
-def pack(**tensors: torch.Tensor) -> Packed:
-    """Everything a round's trace and counters need, as one tensor for a single host read (`.read()`)."""
-    layout = tuple((name, tuple(t.shape), not (t.dtype.is_floating_point or t.dtype.is_complex))
-                   for name, t in tensors.items())
-    flat = torch.cat([t.detach().reshape(-1).to(torch.float64) for t in tensors.values()])
-    return Packed(flat=flat, layout=layout)
+def pack(layout: tuple | None = None, **tensors: torch.Tensor) -> Packed:
+    """Everything a round's trace and counters need, as one tensor for a single host read (`.read()`): one
+    concatenation of the tensors flattened. `layout`: a `Packed.layout` of the same names and shapes from an earlier
+    round, so that a round of a shape seen before reads no tensor's shape or dtype, and flattens only what is not
+    already one-dimensional."""
+    if layout is None:
+        layout = tuple((name, tuple(t.shape), not (t.dtype.is_floating_point or t.dtype.is_complex))
+                       for name, t in tensors.items())
+    flat = torch.cat([t if len(shape) == 1 else t.reshape(-1) for t, (_, shape, _) in zip(tensors.values(), layout)])
+    return Packed(flat=flat.to(torch.float64), layout=layout)
 
 
 def _nest(values: list, shape: tuple[int, ...]):

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 import torch
 
 from .config import DRAFTS_MAX, DRAFTS_MIN
-from .sampling import accept_probability, check_probs, residual_distribution, sample, tv_distance
+from .sampling import accept_probability, check_probs, race, race_keys, residual_distribution, tv_distance
 
 
 @dataclass(frozen=True)
@@ -94,7 +94,7 @@ def judge_level(target_probs: torch.Tensor, draft_probs: torch.Tensor, candidate
         accepted = bool(u < chance)  # strict, as in sampling.verify: chance 0 is never kept
         # 2. a rejection replaces p by the residual the next candidate is judged against
         residual = None if accepted else residual_distribution(p, q)
-        values = torch.stack([p[x], q[x], chance, u.to(p.dtype)]).tolist()
+        values = torch.cat([torch.stack([p[x], q[x], chance]).double(), u.double().reshape(1)]).tolist()  # one read
         tries.append(Try(depth=depth, rank=rank, chain=chain, token=int(x), target_prob=values[0],
                          draft_prob=values[1], accept_prob=values[2], uniform=values[3], accepted=accepted,
                          residual=residual))
@@ -136,10 +136,12 @@ def verify_tree(target_probs: torch.Tensor, draft_probs: torch.Tensor, draft_tok
     merge_identical: the biased shortcut (each distinct token tried once), for teaching only.
     """
     draft_tokens = _check(target_probs, draft_probs, draft_tokens)
-    k, gamma, _ = draft_probs.shape
+    k, gamma, vocab = draft_probs.shape
     chains = draft_tokens.tolist()
-    # 1. every uniform up front, [k, gamma] (k = 1: the same draws as sampling.verify's [gamma])
-    uniforms = torch.rand((k, gamma), generator=generator, device=draft_probs.device, dtype=target_probs.dtype)
+    # 1. every uniform up front: [k, gamma] against the accept chances, then V for the last token's exponential race
+    # (k = 1: the same draws as sampling.verify's gamma + V)
+    drawn = torch.rand(k * gamma + vocab, generator=generator, device=draft_probs.device, dtype=torch.float64)
+    uniforms, keys = drawn[: k * gamma].reshape(k, gamma), race_keys(drawn[k * gamma:])
     alive, accepted, levels, alive_log = list(range(k)), [], [], []
     for depth in range(gamma):
         # 2. the candidates here: the surviving chains' next tokens, in a random order
@@ -151,14 +153,14 @@ def verify_tree(target_probs: torch.Tensor, draft_probs: torch.Tensor, draft_tok
         levels.append(level)
         if level.token is None:
             # 3. all rejected: the correction comes from the current residual
-            last = sample(level.probs, generator)
+            last = int(race(level.probs, keys))
             return TreeVerification(n_accepted=depth, tokens=accepted + [last], levels=levels,
                                     final_probs=level.probs, path_chain=node, alive=alive_log)
         accepted.append(level.token)
         alive = [i for i in alive if chains[i][depth] == level.token]
     # 4. every level accepted: the bonus token from the target after the accepted path
     final = target_probs[alive[0], gamma]
-    last = sample(final, generator)
+    last = int(race(final, keys))
     return TreeVerification(n_accepted=gamma, tokens=accepted + [last], levels=levels, final_probs=final,
                             path_chain=alive[0], alive=alive_log)
 

@@ -40,8 +40,11 @@ def warp(logits: torch.Tensor, temperature: float = 1.0, top_k: int | None = Non
         raise ValueError(f"top_k must be a whole number >= 0 (0 or None = off), got {top_k}")
     if top_p is not None and not 0 < top_p <= 1:
         raise ValueError(f"top_p must be in (0, 1] (1 or None = off), got {top_p}")
-    if logits.dim() == 0 or logits.shape[-1] == 0:
-        raise ValueError(f"logits must have a vocabulary dimension of at least one token, got shape {tuple(logits.shape)}")
+    shape = logits.shape
+    if not shape or shape[-1] == 0:
+        raise ValueError(f"logits must have a vocabulary dimension of at least one token, got shape {tuple(shape)}")
+    if temperature == 1.0 and not top_k and (top_p is None or top_p >= 1.0):  # plain sampling: one operation
+        return logits.softmax(-1, dtype=torch.float32)
     scores = logits.float()  # [..., V]; every step below works along the last dimension
     if temperature == 0:
         return torch.nn.functional.one_hot(scores.argmax(-1), scores.shape[-1]).to(scores.dtype)

@@ -25,6 +25,18 @@ def _flag(environ, name: str) -> bool | None:
     raise ValueError(f"{name} must be 1 or 0 (true/false), not {value!r}")
 
 
+def _graphs(environ) -> bool | str | None:
+    """SPECVIZ_CUDA_GRAPHS: a flag, or "forwards" (each forward recorded, the round's decision eager: the graphs of
+    before the round's regions, for comparing them)."""
+    if environ.get("SPECVIZ_CUDA_GRAPHS", "").strip().lower() == "forwards":
+        return "forwards"
+    try:
+        return _flag(environ, "SPECVIZ_CUDA_GRAPHS")
+    except ValueError:
+        raise ValueError(f"SPECVIZ_CUDA_GRAPHS must be 1, 0 or forwards (true/false), not "
+                         f"{environ['SPECVIZ_CUDA_GRAPHS'].strip().lower()!r}") from None
+
+
 def _count(environ, name: str, default: str, low: int, high: int) -> int:
     text = environ.get(name, default)
     try:
@@ -75,6 +87,8 @@ class Deployment:
     load_timeout_s: int = 300         # SPECVIZ_LOAD_TIMEOUT_S: a load that takes longer is abandoned (default 300)
     session_capacity: int = 1000      # SPECVIZ_SESSION_CAPACITY: sessions gradio keeps (default 1000)
     cuda_graphs: bool = True          # SPECVIZ_CUDA_GRAPHS: static KV cache + CUDA graphs on a CUDA device (default 1)
+    cuda_graph_regions: bool = True   # SPECVIZ_CUDA_GRAPHS not "forwards": a round's two regions recorded, not only
+                                      # its forwards (decoding/round_regions.py)
     draft_bf16: bool = True           # SPECVIZ_DRAFT_BF16: a large draft in bfloat16 on a bf16-capable CPU (default 1)
     threads: int = 0                  # SPECVIZ_THREADS: torch's intra-op threads while serving (0: every core but one)
     cache: str = ""                   # SPECVIZ_CACHE: where derived model files go (default ~/.cache/specviz)
@@ -121,7 +135,8 @@ class Deployment:
             allow_model_folders=custom and ((not exposed) if folders is None else folders),
             load_timeout_s=_count(env, "SPECVIZ_LOAD_TIMEOUT_S", "300", 1, 86_400),
             session_capacity=_count(env, "SPECVIZ_SESSION_CAPACITY", "1000", 10, 1_000_000),
-            cuda_graphs=_flag(env, "SPECVIZ_CUDA_GRAPHS") is not False,
+            cuda_graphs=_graphs(env) is not False,
+            cuda_graph_regions=_graphs(env) is not False and _graphs(env) != "forwards",
             draft_bf16=_flag(env, "SPECVIZ_DRAFT_BF16") is not False,
             threads=_count(env, "SPECVIZ_THREADS", "0", 0, 1024),
             # the browser shares the machine only when served locally; a Space's /proc/stat counts its neighbours

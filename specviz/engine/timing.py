@@ -18,7 +18,7 @@ class Timer:
     """Named intervals on `device`'s clock, summed per name and read back all at once."""
 
     def __init__(self, device: torch.device | str):
-        self.cuda = torch.device(device).type == "cuda" and torch.cuda.is_available()
+        self.cuda = str(device).startswith("cuda") and torch.cuda.is_available()
         self._pending: list[tuple[str, object, object]] = []
 
     def mark(self):

@@ -18,7 +18,7 @@ from ..engine.serving.run import RunSettings
 PAGE_MAX_NEW_TOKENS = 200  # the page's slider, and the /step API's limit (a session's traces stay small)
 # The page's first settings (the pair's first example prompt, gamma 4): a first lesson (the recorded lesson 1), a
 # kept prefix and a resample, then bonus tokens; `loadtest --race-vs-bench` races these too.
-DEFAULT_TEMPERATURE, DEFAULT_SEED, DEFAULT_MAX_NEW_TOKENS = 0.5, 35, 80
+DEFAULT_TEMPERATURE, DEFAULT_SEED, DEFAULT_MAX_NEW_TOKENS = 0.5, 110, 80
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""`python -m specviz gpucheck [--json]`: everything a lent GPU should answer, in one table, in minutes.
+"""`python -m specviz gpucheck [--json] [--cpu]`: everything a lent GPU should answer, in one table, in minutes.
 
 Rows, each under its own time cap within a total budget (6 minutes by default; a row that would start past
 it is "not run: time budget"):
@@ -6,14 +6,18 @@ it is "not run: time budget"):
                  `cpu_only` are skipped there
   rewind         one decoder captured once as CUDA graphs, rewound after a rejection, 2,000 seeded rounds:
                  chi-square p of the first emitted token (tests/engine/test_rewind.py)
-  bench graphs   `bench --device cuda --quick --json` (the static cache replayed as CUDA graphs)
+  round          what a speculative round (traces on and off) and a target-only step cost the host
+                 (`tools/round_counts.py`): kernel launches outside graphs and graph replays (torch.profiler),
+                 host-device synchronisations (torch.cuda.set_sync_debug_mode), host reads, operations outside
+                 the round's two regions and torch calls (engine/decoding/counting.py), per round and per step
+  bench graphs   `bench --device cuda --quick --json`: the round's two regions replayed as CUDA graphs
+  bench forwards the same with SPECVIZ_CUDA_GRAPHS=forwards: each forward a graph, the decision eager
   bench eager    the same with SPECVIZ_CUDA_GRAPHS=0
   lookup         `bench --drafter lookup --device cuda --quick --json`
-  syncs          host-device synchronisations per speculative round and per target-only step, as CUDA
-                 counts them (torch.cuda.set_sync_debug_mode)
   smollm2, qwen2.5   `bench --preset NAME --random-weights --device cuda --json`: c eager and on graphs
-Without a CUDA device it prints one `error:` line and exits 2: nothing it measures means anything elsewhere.
-stdout is the table (or JSON with --json); progress goes to stderr.
+Without a CUDA device it prints one `error:` line and exits 2, unless `--cpu`: then it runs the round row on the
+CPU (its CUDA figures say "no CUDA") and nothing else, which means nothing there. stdout is the table (or JSON
+with --json); progress goes to stderr.
 """
 from __future__ import annotations
 
@@ -24,7 +28,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import warnings
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -34,7 +37,7 @@ BUDGET_S = 360
 ROOT = Path(__file__).resolve().parents[2]
 CUDA_ENV = {"SPECVIZ_TEST_DEVICE": "cuda", "SPECVIZ_TEST_DTYPE": "float32"}
 TEST_PATHS = ("tests/core/test_device_round.py", "tests/engine")
-SYNC_ROUNDS = 10
+COUNTED_STEPS = 10
 
 
 def _log(message: str) -> None:
@@ -90,11 +93,13 @@ def _bench(args: list[str], timeout: float, env: dict | None = None) -> dict:
 
 
 BENCH_FIGURES = ("tokens_per_s_speculative", "tokens_per_s_target_only", "speedup_vs_target_only",
-                 "measured_over_cost_model", "cost_ratio_c", "draft_ms", "target_ms", "target_verify_ms", "cache")
+                 "measured_over_cost_model", "cost_ratio_c", "draft_ms", "target_ms", "target_verify_ms", "cache",
+                 "regions_off")
 
 
-def row_bench(timeout: float, graphs: bool) -> dict:
-    result = _bench(["--quick"], timeout, None if graphs else {"SPECVIZ_CUDA_GRAPHS": "0"})
+def row_bench(timeout: float, graphs: str) -> dict:
+    """`bench --quick` with SPECVIZ_CUDA_GRAPHS=`graphs` (1: the round's regions, forwards: each forward, 0: eager)."""
+    result = _bench(["--quick"], timeout, {"SPECVIZ_CUDA_GRAPHS": graphs})
     return {"ok": True, "figures": {k: result.get(k) for k in BENCH_FIGURES if k in result}}
 
 
@@ -113,41 +118,15 @@ def row_random_weights(preset: str, timeout: float) -> dict:
                                     "target_ms_graphs": graphs.get("target_ms"), "c_graphs": graphs.get("cost_ratio_c")}}
 
 
-def _syncs_per_step(step, steps: int) -> float:
-    import torch
+def row_round(timeout: float, device: str = "cuda") -> dict:
+    from .round_counts import round_counts
 
-    with warnings.catch_warnings(record=True) as seen:
-        warnings.simplefilter("always")
-        torch.cuda.set_sync_debug_mode("warn")
-        try:
-            for _ in range(steps):
-                step()
-        finally:
-            torch.cuda.set_sync_debug_mode("default")
-    return sum("synchroniz" in str(w.message) for w in seen) / steps
+    return {"ok": True, "figures": round_counts(device, COUNTED_STEPS)}
 
 
-def row_syncs(timeout: float) -> dict:
-    from ..core.config import DecodeConfig
-    from ..engine.decoding.decoders import TargetOnlyDecoder
-    from ..engine.decoding.factory import make_decoder
-    from ..engine.models.loading import load_pair
-
-    pair = load_pair("shakespeare", device="cuda")
-    config = DecodeConfig(gamma=4, max_new_tokens=400, seed=0)
-    figures = {}
-    for record in (True, False):
-        spec = make_decoder(pair, "KING.\nNow", DecodeConfig(**{**config.__dict__, "record": record}))
-        figures[f"per_round_traces_{'on' if record else 'off'}"] = _syncs_per_step(spec.step, SYNC_ROUNDS)
-    base = TargetOnlyDecoder(pair, "KING.\nNow", config)
-    figures["per_target_only_step"] = _syncs_per_step(base.step, SYNC_ROUNDS)
-    figures["cache"] = spec.cache_kind
-    return {"ok": True, "figures": figures}
-
-
-ROWS = (("tests", 150, row_tests), ("rewind", 45, row_rewind),
-        ("bench graphs", 50, lambda t: row_bench(t, graphs=True)), ("bench eager", 60, lambda t: row_bench(t, graphs=False)),
-        (PromptLookup.kind, 45, row_lookup), ("syncs", 30, row_syncs),
+ROWS = (("tests", 120, row_tests), ("rewind", 40, row_rewind), ("round", 30, row_round),
+        ("bench graphs", 45, lambda t: row_bench(t, "1")), ("bench forwards", 45, lambda t: row_bench(t, "forwards")),
+        ("bench eager", 45, lambda t: row_bench(t, "0")), (PromptLookup.kind, 40, row_lookup),
         ("smollm2 random weights", 60, lambda t: row_random_weights("smollm2", t)),
         ("qwen2.5 random weights", 60, lambda t: row_random_weights("qwen2.5", t)))
 
@@ -174,32 +153,65 @@ def run_gpucheck(budget_s: float = BUDGET_S, rows=ROWS) -> dict:
     return {"rows": out, "total_s": round(time.perf_counter() - start, 1)}
 
 
+def _flat(figures: dict, prefix: str = "") -> dict:
+    """Nested figures (the round row's, per kind of step) as one level: 'round_traces_on.host_reads'."""
+    out = {}
+    for key, value in figures.items():
+        out.update(_flat(value, f"{prefix}{key}.") if isinstance(value, dict) else {f"{prefix}{key}": value})
+    return out
+
+
 def table(result: dict) -> str:
     """One plain-text table: check, status, seconds, figures."""
     lines = [f"{'check':<24} {'status':<26} {'s':>6}  figures", "-" * 100]
     for row in result["rows"]:
-        figures = ", ".join(f"{k} {v}" for k, v in row["figures"].items())
+        figures = ", ".join(f"{k} {v}" for k, v in _flat(row["figures"]).items())
         lines.append(f"{row['check']:<24} {row['status']:<26} {row['seconds']:>6}  {figures}")
     lines.append(f"total {result['total_s']} s")
     return "\n".join(lines)
 
 
+CPU_ROWS = (("round", 120, lambda t: row_round(t, device="cpu")),)
+
+
+def regions_gain(rows: list[dict]) -> float | None:
+    """The speed-up with the round's two regions over the speed-up without them (each forward a graph, the decision
+    eager): `bench graphs` over `bench forwards`, when both ran."""
+    speedups = {row["check"]: row["figures"].get("speedup_vs_target_only") for row in rows}
+    with_regions, without = speedups.get("bench graphs"), speedups.get("bench forwards")
+    return round(with_regions / without, 3) if with_regions and without else None
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m specviz gpucheck",
-                                 description="the CUDA checks a lent GPU should answer, in one table")
+                                 description="the CUDA checks a lent GPU should answer, in one table: the tests, the "
+                                             "rewind chi-square, the round's counts (kernel launches outside graphs "
+                                             "and graph replays per round and per step, host reads, operations "
+                                             "outside the two regions, torch calls), bench with the round's regions, "
+                                             "with per-forward graphs and eager (the speed-up with and without the "
+                                             "regions), lookup, random-weights costs")
     ap.add_argument("--json", action="store_true", help="print JSON instead of the table")
     ap.add_argument("--budget-s", type=float, default=BUDGET_S,
                     help=f"total seconds for every row (default {BUDGET_S}; 30 to 3600)")
+    ap.add_argument("--cpu", action="store_true",
+                    help="without CUDA: run only the round row on the CPU (its CUDA-only figures say 'no CUDA')")
     args = ap.parse_args(argv)
     if not 30 <= args.budget_s <= 3600:
         print(f"error: --budget-s must be between 30 and 3600 seconds, got {args.budget_s}", file=sys.stderr)
         return 2
     import torch
 
-    if not torch.cuda.is_available():
-        print("error: gpucheck needs a CUDA device and torch sees none (torch.cuda.is_available() is False)",
-              file=sys.stderr)
+    if args.cpu:
+        result = {"device": "cpu", "torch": torch.__version__, **run_gpucheck(args.budget_s, CPU_ROWS)}
+    elif not torch.cuda.is_available():
+        print("error: gpucheck needs a CUDA device and torch sees none (torch.cuda.is_available() is False); "
+              "--cpu runs the round's counts on the CPU", file=sys.stderr)
         return 2
-    result = {"device": torch.cuda.get_device_name(0), "torch": torch.__version__, **run_gpucheck(args.budget_s)}
-    print(json.dumps(result) if args.json else f"{result['device']}, torch {result['torch']}\n{table(result)}")
+    else:
+        result = {"device": torch.cuda.get_device_name(0), "torch": torch.__version__, **run_gpucheck(args.budget_s)}
+        result["speedup_regions_over_forwards"] = regions_gain(result["rows"])
+    text = table(result)
+    if result.get("speedup_regions_over_forwards") is not None:
+        text += f"\nspeed-up with the round's regions over without: x{result['speedup_regions_over_forwards']}"
+    print(json.dumps(result) if args.json else f"{result['device']}, torch {result['torch']}\n{text}")
     return 0 if all(row["status"] == "ok" for row in result["rows"]) else 1

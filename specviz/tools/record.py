@@ -60,10 +60,12 @@ class Lesson:
 
 FIX_SPELLING = dict(PRESETS["smollm2-local"].lookup_examples)["fix-spelling"]
 LESSON_RECIPES = {
-    # a typical mix at T 0.5 (a kept prefix and a resample, bonus tokens, an early rejection), seed 35
-    "typical": Lesson("typical", "shakespeare", "ROMEO.\nBut soft, what light", 0.5, 35, (
-        "kept 2 of 4, resampled: 's me?'", "kept 4 of 4, bonus: '\\n\\n[Draw'", "kept 4 of 4, bonus: 's.]\\n\\n['",
-        "kept 1 of 4, resampled: 'Enter a'", "kept 4 of 4, bonus: ' MESSENGER.]\\n\\n'"),
+    # a typical mix at T 0.5 (a kept prefix and a resample, bonus tokens, an early rejection), seed 110 (the page's
+    # default: its first Steps replay this lesson; seed 35 until the last token was drawn by an exponential race)
+    "typical": Lesson("typical", "shakespeare", "ROMEO.\nBut soft, what light", 0.5, 110, (
+        "kept 2 of 4, resampled: ' is the matter'", "kept 4 of 4, bonus: '?\\n\\n[Enter'",
+        "kept 4 of 4, bonus: ' a Messenger.]\\n'", "kept 1 of 4, resampled: '\\nLADY'",
+        "kept 4 of 4, bonus: ' MACBETH.\\nMy lord'"),
         asks=((1, ("argmax",)), (3, ("speedup",)), (5, ("same-text",)))),
     # the T = 0 limit: both distributions one-hot, the rule is the argmax test ("greedy match")
     "greedy": Lesson("greedy", "shakespeare", "ROMEO.\nBut soft, what light", 0.0, 8, (

@@ -46,7 +46,7 @@ def shot(page, name):
 
 
 def test_step_with_every_argument_left_out_shows_a_first_lesson(app_url):
-    """The defaults (prompt, T 0.5, seed 35, γ 4): round 1 keeps a prefix and resamples, and a bonus follows."""
+    """The defaults (prompt, T 0.5, seed 110, γ 4): round 1 keeps a prefix and resamples, and a bonus follows."""
     from gradio_client import Client
 
     client = Client(app_url, verbose=False)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from specviz.app.handlers import tick_handler
 from specviz.app.predict_ui import answer_handler, switch_handler
 from specviz.app.share import link_url
+from specviz.present.page_settings import DEFAULT_SEED
 from specviz.present.views import Session
 
 
@@ -19,7 +20,7 @@ def test_play_and_answers_move_through_the_opening_round_without_a_model(page_se
     session, view, panel = switch_handler(Session(), True, "leviathan", lang="en")
     assert 'data-state="asking"' in panel and "sv-hidden" in view.step_card
     session.playing = True
-    session, _, playing = tick_handler(session, page_settings(temperature=0.5, seed=35))
+    session, _, playing = tick_handler(session, page_settings(temperature=0.5, seed=DEFAULT_SEED))
     assert playing and session.predict.state == "shown" and session.run is None
     at = session.predict.at
     for stale in (("0", at - 1), ("9", at), ("next", "x"), ({"x": 1}, at)):

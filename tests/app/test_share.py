@@ -91,6 +91,25 @@ def test_a_link_from_another_version_names_what_differs(stepped):
     assert "device cuda" not in status.text and "in the recording" in status.text
 
 
+# A link made by specviz 0.1.0 (main at f4d0085, 2026-11-27), before the round's last token was drawn by an exponential
+# race: the page's settings of then (seed 35), 3 steps, tokens [[83, 319, 31], [199, 199, 59, 36, 2688], ...]
+LINK_BEFORE_THE_RACE = (
+    "?lang=en#run=v1.eNpNkE9rwzAMxb9K0XWpcZx2HT4OdhyFnQfBjZU_JLGNrbTbSr_75ITBbtZP7_lJusMVdFlAQqLBdQn0HZwnQ4N3oGHC62CoNw4KCB"
+    "FZxTD1ZsQU0ERcsZ9Dxh_n97ez-HSvC-2Sb6nY3XpDu2noemJdZ-bZgD4UQDgHjIYW9mspjkx8qEfQbpmmrQh_xTjVl8V2OVcKmedEC7piz2y-aoe3mvyIjud-4a6N"
+    "pqV69hYnHohDyUT2_ierJK07r0-MzLf-g78n5OiKe0OHKW-ljocTqlKd1EVW6qC2je3SZOMd-AzNdfhhoRSlkDnSx6bPRlFWQj41YckwGpdaH2eMnA1HoapVbPm-DV8"
+    "BNpml75CrdvKGqpxlDWWgpHrel-VeneDx-AUS54hP")
+
+
+def test_a_link_from_before_the_exponential_race_says_the_specviz_version_differs(pair):
+    """The decision now draws other tokens for a seed: an old link replays to other tokens and names specviz's
+    version, not "the same versions" (which would blame the models)."""
+    recipe = decode_recipe(LINK_BEFORE_THE_RACE, LINK_SETTINGS)
+    assert recipe.producer.specviz == "0.1.0" and recipe.settings["seed"] == 35
+    opened, _, _, status = open_link_handler(Session(), LINK_BEFORE_THE_RACE, lang="en")
+    assert status.error and "Not the same run" in status.text and len(opened.traces) == 3
+    assert "specviz 0.2.0 here, 0.1.0 in the recording" in status.text and "same versions" not in status.text
+
+
 def test_a_cut_or_wrong_version_link_is_a_message_and_nothing_runs(stepped, forwards):
     _, link = stepped
     for bad, said in ((link[:-20], "cut"), (link.replace("#run=v1.", "#run=v7."), "format v7")):

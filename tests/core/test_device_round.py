@@ -1,7 +1,7 @@
-"""The round on the device (sampling.sample_from_uniforms, verify_round, pack): exact, and read once.
+"""The round on the device (sampling.race, verify_round, pack): exact, and read once.
 
 The oracles are written here in numpy and plain Python (accept chance min(1, p/q), residual
-norm(max(0, p - q)), the inverse CDF by a running sum), sharing no code with specviz.core.
+norm(max(0, p - q)), the exponential race argmax w / E with E = -log u), sharing no code with specviz.core.
 Statistical tests: a seeded torch.Generator, N stated per test, chi-square p > P_MIN = 1e-3 over
 bins of >= 5% expected mass (tests/stats.py), which flags a bias of a few percent at these sizes.
 """
@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import torch
 
-from specviz.core.sampling import NO_TOKEN, mentored_plan, pack, round_uniforms, sample_from_uniforms, verify_round
+from specviz.core.sampling import NO_TOKEN, mentored_plan, pack, race, race_keys, round_uniforms, verify_round
 from tests import bulk
 from tests.stats import chi_square_pvalue
 
@@ -28,15 +28,13 @@ def random_rows(gen, shape, zeros=0):
     return x / x.sum(-1, keepdim=True)
 
 
-def oracle_token(probs, u):
-    """The inverse CDF in plain Python: the first i whose running sum exceeds u * total."""
-    total = sum(probs)
-    running = 0.0
-    for i, p in enumerate(probs):
-        running += p
-        if running > u * total:
-            return i
-    return max(i for i, p in enumerate(probs) if p > 0)
+def oracle_race(weights, uniforms):
+    """The exponential race in numpy: E = -log u (u = 0 as the smallest positive float64), the token of the largest
+    w / E, i.e. the first of the smallest E / w among tokens of positive weight."""
+    e = -np.log(np.maximum(np.asarray(uniforms, dtype=np.float64), np.finfo(np.float64).tiny))
+    w = np.asarray(weights, dtype=np.float64)
+    ratio = np.where(w > 0, e / np.where(w > 0, w, 1.0), np.inf)
+    return int(np.argmin(ratio))
 
 
 def oracle_accept(p, q):
@@ -48,51 +46,63 @@ def oracle_residual(p, q):
     return mass / mass.sum() if mass.sum() > 0 else p
 
 
-# ----------------------------------------------------------------------------- sampling at given uniforms
+# ----------------------------------------------------------------------------- the exponential race
 
 
-def test_sampling_at_given_uniforms_is_the_inverse_cdf():
+def test_the_race_at_given_uniforms_is_the_largest_weight_over_its_exponential():
     gen = torch.Generator().manual_seed(1)
-    probs = random_rows(gen, (7,), zeros=2)
-    probs[4] = 0  # a zero inside the row too
-    uniforms = torch.rand(500, generator=gen, dtype=torch.float64)
-    drawn = sample_from_uniforms(probs.expand(500, 7), uniforms)
+    weights = random_rows(gen, (7,), zeros=2)
+    weights[4] = 0  # a zero inside the row too
+    uniforms = torch.rand(500, 7, generator=gen, dtype=torch.float64)
+    drawn = race(weights.expand(500, 7), race_keys(uniforms))
     assert drawn.dtype == torch.long and drawn.shape == (500,)
-    assert drawn.tolist() == [oracle_token(probs.tolist(), u) for u in uniforms.tolist()]
+    assert drawn.tolist() == [oracle_race(weights.tolist(), u) for u in uniforms.tolist()]
 
 
-def test_the_region_of_uniforms_that_draws_each_token_has_its_probability():
-    """Exact enumeration: at the midpoints of 100,000 equal cells of [0, 1), each token is drawn in
-    round(p_i * 100,000) +- 1 cells, and a token of probability 0 in none."""
-    probs = torch.tensor([0.0, 0.125, 0.0, 0.5, 0.3, 0.075, 0.0], dtype=torch.float64)
-    cells = 100_000
-    midpoints = (torch.arange(cells, dtype=torch.float64) + 0.5) / cells
-    counts = torch.bincount(sample_from_uniforms(probs.expand(cells, 7), midpoints), minlength=7)
-    assert (counts - probs * cells).abs().max() <= 1
-    assert counts[probs == 0].sum() == 0
+def test_the_race_draws_each_token_with_its_share_of_the_weights():
+    """N = 200,000 races over V = 7 unnormalised weights (three of them 0), drawn in one call: chi-square of the
+    tokens against weight / sum, p > 1e-3 (bins of >= 5% mass: at most 4 here; catches w >= 0.011 with power 0.9,
+    `tests.stats.detectable_effect`), and a token of weight 0 never drawn."""
+    weights = torch.tensor([0.0, 2.5, 0.0, 1.0, 0.75, 0.25, 0.0], dtype=torch.float32)
+    uniforms = torch.rand(200_000, 7, generator=torch.Generator().manual_seed(2), dtype=torch.float64)
+    counts = torch.bincount(race(weights.expand(200_000, 7), race_keys(uniforms)), minlength=7).numpy()
+    assert counts[[0, 2, 6]].sum() == 0
+    assert chi_square_pvalue(counts, (weights / weights.sum()).numpy()) > P_MIN
 
 
-def test_a_uniform_whose_product_rounds_to_the_total_draws_the_last_token_with_mass():
-    """u * total = total (u = 1, or rounding): the first cdf entry above it does not exist; the last token of
-    positive probability is drawn, never an index past the vocabulary or a trailing zero."""
-    probs = torch.tensor([0.2, 0.3, 0.5, 0.0, 0.0])
-    assert int(sample_from_uniforms(probs, torch.tensor(1.0, dtype=torch.float64))) == 2
+def test_the_race_needs_no_normalisation():
+    gen = torch.Generator().manual_seed(3)
+    weights = random_rows(gen, (50, 9), zeros=3)
+    keys = race_keys(torch.rand(50, 9, generator=gen, dtype=torch.float64))
+    assert torch.equal(race(weights, keys), race(weights * 0.0123, keys))
 
 
-def test_a_row_without_mass_samples_no_token():
+def test_a_zero_uniform_never_draws_a_token_of_weight_zero_nor_makes_a_nan():
+    """u = 0 is an infinite exponential in exact arithmetic: its token loses the race; taken as the smallest
+    positive float64, every key stays finite, so no 0/0 arises and a positive weight always beats a zero one."""
+    weights = torch.tensor([0.0, 0.3, 0.7, 0.0])
+    assert torch.isfinite(race_keys(torch.zeros(4, dtype=torch.float64))).all()
+    assert int(race(weights, race_keys(torch.zeros(4, dtype=torch.float64)))) == 2  # all zero: the largest weight
+    u = torch.tensor([0.0, 0.0, 0.9, 0.0], dtype=torch.float64)  # zeros on both zero-weight tokens and on token 1
+    assert int(race(weights, race_keys(u))) in (1, 2)
+
+
+def test_a_row_without_mass_races_no_token():
     rows = torch.stack([torch.full((4,), float("nan")), torch.zeros(4)])
-    assert sample_from_uniforms(rows, torch.tensor([0.5, 0.5])).tolist() == [NO_TOKEN, NO_TOKEN]
+    keys = race_keys(torch.full((2, 4), 0.5, dtype=torch.float64))
+    assert race(rows, keys).tolist() == [NO_TOKEN, NO_TOKEN]
 
 
 # ----------------------------------------------------------------------------- the vectorised verify
 
 
-def forced_uniforms(accept, n, gamma):
-    """Uniforms inside the regions that accept positions < n and reject position n (u_n = (1 + a_n) / 2)."""
+def forced_uniforms(accept, n, gamma, vocab):
+    """Uniforms inside the regions that accept positions < n and reject position n (u_n = (1 + a_n) / 2), then V for
+    the race."""
     u = [a / 2 for a in accept[:n]]
     if n < gamma:
         u.append((1 + accept[n]) / 2)
-    return torch.tensor(u + [0.5] * (gamma + 1 - len(u)), dtype=torch.float64)
+    return torch.tensor(u + [0.5] * (gamma + vocab - len(u)), dtype=torch.float64)
 
 
 def test_verify_round_by_exact_enumeration_gives_the_target_law_of_each_emitted_token():
@@ -117,7 +127,7 @@ def test_verify_round_by_exact_enumeration_gives_the_target_law_of_each_emitted_
             for n in range(gamma + 1):
                 stop = 1.0 if n == gamma else 1 - accept[n]
                 if weight * stop > 0:
-                    out = verify_round(p, q, torch.tensor(drafts), forced_uniforms(accept, n, gamma))
+                    out = verify_round(p, q, torch.tensor(drafts), forced_uniforms(accept, n, gamma, vocab))
                     assert int(out.n_accepted) == n and out.tokens[:n].tolist() == list(drafts[:n])
                     final = pn[gamma] if n == gamma else oracle_residual(pn[n], qn[n])
                     np.testing.assert_allclose(out.final_probs.numpy(), final, atol=1e-12)
@@ -148,9 +158,10 @@ def test_verify_round_by_exact_enumeration_gives_the_target_law_of_each_emitted_
 def test_a_uniform_equal_to_the_accept_chance_rejects_and_chance_zero_is_never_kept():
     target = torch.tensor([[0.0, 0.5, 0.5], [0.25, 0.25, 0.5], [1 / 3, 1 / 3, 1 / 3]], dtype=torch.float64)
     draft = torch.tensor([[0.5, 0.25, 0.25], [0.5, 0.25, 0.25]], dtype=torch.float64)
-    out = verify_round(target, draft, torch.tensor([0, 0]), torch.tensor([0.0, 0.0, 0.5], dtype=torch.float64))
+    race_u = [0.5, 0.5, 0.5]
+    out = verify_round(target, draft, torch.tensor([0, 0]), torch.tensor([0.0, 0.0, *race_u], dtype=torch.float64))
     assert int(out.n_accepted) == 0 and int(out.last) in (1, 2)  # p(0) = 0: u = 0 does not keep it
-    out = verify_round(target, draft, torch.tensor([1, 0]), torch.tensor([0.3, 0.5, 0.5], dtype=torch.float64))
+    out = verify_round(target, draft, torch.tensor([1, 0]), torch.tensor([0.3, 0.5, *race_u], dtype=torch.float64))
     assert int(out.n_accepted) == 1  # u = 0.5 = accept chance p/q = 0.25/0.5 at position 1: rejected
     assert out.tokens.tolist()[:2] == [1, int(out.last)] and out.tokens.tolist()[2] == NO_TOKEN
 
@@ -158,16 +169,16 @@ def test_a_uniform_equal_to_the_accept_chance_rejects_and_chance_zero_is_never_k
 def test_every_result_is_a_tensor_on_the_probabilities_device():
     gen = torch.Generator().manual_seed(2)
     out = verify_round(random_rows(gen, (4, 5)), random_rows(gen, (3, 5)), torch.tensor([1, 2, 3]),
-                       round_uniforms(3, gen, "cpu"))
+                       round_uniforms(3, 5, gen, "cpu"))
     assert out.n_accepted.dim() == 0 and out.n_accepted.dtype == torch.long
     assert out.tokens.shape == (4,) and out.tokens.dtype == torch.long
     assert out.accept_probs.shape == out.accepted.shape == out.drafted_target_probs.shape == (3,)
     assert out.final_probs.shape == (5,) and out.drafted_kl is None
 
 
-def test_round_uniforms_are_one_draw_of_gamma_plus_one():
-    a = round_uniforms(4, torch.Generator().manual_seed(3), "cpu")
-    b = torch.rand(5, generator=torch.Generator().manual_seed(3), dtype=torch.float64)
+def test_round_uniforms_are_one_draw_of_gamma_plus_the_vocabulary():
+    a = round_uniforms(4, 9, torch.Generator().manual_seed(3), "cpu")
+    b = torch.rand(13, generator=torch.Generator().manual_seed(3), dtype=torch.float64)
     assert torch.equal(a, b)
 
 
@@ -188,7 +199,7 @@ def test_a_batch_of_rounds_decides_each_round_as_alone():
     gen = torch.Generator().manual_seed(11)
     target, draft = random_rows(gen, (50, 4, 7), zeros=1), random_rows(gen, (50, 3, 7))
     drafts = torch.multinomial(draft.reshape(-1, 7), 1, generator=gen).reshape(50, 3)
-    uniforms = torch.rand(50, 4, generator=gen, dtype=torch.float64)
+    uniforms = torch.rand(50, 3 + 7, generator=gen, dtype=torch.float64)
     batched = verify_round(target, draft, drafts, uniforms)
     for i in range(50):
         alone = verify_round(target[i], draft[i], drafts[i], uniforms[i])

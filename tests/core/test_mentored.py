@@ -163,8 +163,7 @@ def test_mentored_verify_decides_with_the_plan_of_its_budget():
     for seed in range(200):
         x = torch.multinomial(draft1[0], 1, generator=torch.Generator().manual_seed(500 + seed))
         gen = torch.Generator().manual_seed(seed)
-        uniforms = torch.cat([torch.rand(1, generator=gen, dtype=torch.float32).double(),
-                              torch.rand(1, generator=gen, dtype=torch.float64)])
+        uniforms = torch.rand(1 + target2.shape[-1], generator=gen, dtype=torch.float64)  # gamma + V, one draw
         got = verify(target2, draft1, x, kl_budget=budget, generator=torch.Generator().manual_seed(seed))
         assert got.tokens == verify_round(target2, draft1, x, uniforms, plan=plan).tokens[: got.n_accepted + 1].tolist()
         differs += got.tokens != verify_round(target2, draft1, x, uniforms, plan=other).tokens[: got.n_accepted + 1].tolist()

@@ -168,15 +168,14 @@ def test_rejection_mass_equals_residual_normaliser():
 def test_verify_decides_as_verify_round_does_on_the_uniforms_it_draws():
     """`verify` (the checked, host-side round) adds checks and one read to `verify_round`, whose law the bulk
     tests below prove: for 300 seeded rounds of every pair its tokens are verify_round's on the uniforms it drew
-    (gamma in the accept chances' dtype, then one float64 for the last token), draw for draw."""
+    (gamma + V float64 in one draw: gamma against the accept chances, V for the last token's race), draw for draw."""
     for name, (target, draft) in PAIRS.items():
         target2 = torch.stack([target, target]).float()
         draft1 = draft.float().unsqueeze(0)
         for seed in range(50):
             x = torch.multinomial(draft1[0], 1, generator=torch.Generator().manual_seed(1_000 + seed))
             gen = torch.Generator().manual_seed(seed)
-            uniforms = torch.cat([torch.rand(1, generator=gen, dtype=torch.float32).double(),
-                                  torch.rand(1, generator=gen, dtype=torch.float64)])
+            uniforms = torch.rand(1 + target2.shape[-1], generator=gen, dtype=torch.float64)  # gamma + V, one draw
             expected = verify_round(target2, draft1, x, uniforms)
             got = verify(target2, draft1, x, generator=torch.Generator().manual_seed(seed))
             n = int(expected.n_accepted)

@@ -57,8 +57,7 @@ def first_token_pvalue(pair, prompt: str, config: DecodeConfig, runs: int = RUNS
 def drafted_row(decoder) -> torch.Tensor:
     """q of the first token the decoder's drafter proposes at its context: the row it draws from [V] (a drafter
     without a model: one-hot on its proposal). The decoder's caches move on: use a decoder made for this."""
-    uniforms = torch.rand(1, generator=torch.Generator().manual_seed(0), dtype=torch.float64).to(decoder.pair.device)
-    context = TokenContext(ids=decoder.tokens, n_prompt=decoder.n_prompt, on_device=decoder.device_ids, uniforms=uniforms)
+    context = TokenContext(ids=decoder.tokens, n_prompt=decoder.n_prompt, on_device=decoder.device_ids)
     drafted = decoder.drafter.propose(context, 1)
     assert drafted.gamma == 1, "the drafter proposed nothing at this context: choose one where it drafts"
     like = torch.zeros(1, decoder.pair.vocab_size, device=decoder.pair.device)
@@ -71,7 +70,7 @@ def bulk_first_token_pvalue(pair, prompt: str, config: DecodeConfig, rounds: int
     decoder = make_decoder(pair, prompt, config)
     p = target_law(pair, decoder.tokens, config).float()
     q = drafted_row(decoder)  # in the drafter's own dtype, as the round receives it
-    counts = bulk.first_tokens(torch.stack([p, p]).cpu(), q[None].cpu(), rounds, seed=seed, chunk=5_000)
+    counts = bulk.first_tokens(torch.stack([p, p]).cpu(), q[None].cpu(), rounds, seed=seed, chunk=1_000)
     return chi_square_pvalue(counts, p.double().cpu().numpy())
 
 

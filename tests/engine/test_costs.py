@@ -82,8 +82,13 @@ class SleepyTarget(torch.nn.Module):
     def device(self) -> torch.device:
         return torch.device("cpu")
 
-    def forward(self, input_ids, attention_mask=None, past_key_values=None, use_cache=True, logits_to_keep=0):
-        n = input_ids.shape[1]
+    def get_input_embeddings(self):
+        """The cache passes embeddings, not ids (`CachedModel._embed`): one zero vector per id keeps their count."""
+        return lambda ids: torch.zeros(*ids.shape, 1)
+
+    def forward(self, input_ids=None, attention_mask=None, past_key_values=None, use_cache=True, logits_to_keep=0,
+                inputs_embeds=None):
+        n = (input_ids if input_ids is not None else inputs_embeds).shape[1]
         self.passes.append(n)
         if n <= len(self.planted):
             time.sleep(self.base_s * self.planted[n - 1])

@@ -46,17 +46,21 @@ def test_a_copied_round_on_the_pairs_own_rows_emits_the_target(pair):
 
 
 def test_a_copied_round_shows_q_at_one_accept_chance_p_and_the_residual_p_without_x(pair):
-    dec = make_decoder(pair, REPEATED, lookup(gamma=4, seed=1, max_new_tokens=40))
+    """Every copied position shows q(x) = 1 and accept chance p(x); at a rejection whose token x the correction's
+    bars show (x among p's top-k), the residual there is 0 at x and p / (1 - p(x)) elsewhere."""
+    dec = make_decoder(pair, REPEATED, lookup(gamma=4, seed=1, max_new_tokens=80))
     seen_rejection = False
     while not dec.finished and not seen_rejection:
         trace = dec.step()
         for pos in trace.positions:
             assert pos.draft_prob == 1.0 and pos.accept_prob == pytest.approx(pos.target_prob, rel=1e-5)
-        if trace.positions and trace.n_accepted < len(trace.positions):
+        shown = [c.id for c in trace.correction.candidates]
+        if trace.positions and trace.n_accepted < len(trace.positions) \
+                and trace.positions[trace.n_accepted].draft_token in shown:
             seen_rejection = True
             x = trace.positions[trace.n_accepted].draft_token
             p = {c.id: c.target_prob for c in trace.correction.candidates}
-            residual = dict(zip([c.id for c in trace.correction.candidates], trace.correction.residual_probs))
+            residual = dict(zip(shown, trace.correction.residual_probs))
             assert residual[x] == 0.0
             other = max((i for i in p if i != x), key=p.get)
             assert residual[other] == pytest.approx(p[other] / (1 - p[x]), rel=1e-4)

@@ -99,7 +99,7 @@ def test_the_round_on_the_pairs_own_rows_gives_the_draft_s_zeros_their_target_ma
     q = first_token.drafted_row(decoder)
     inside = q > 0
     assert p[~inside].sum() > 0.01  # the draft's zeros carry target mass
-    counts = torch.from_numpy(bulk.first_tokens(torch.stack([p, p]), q[None], 2_000, seed=0, chunk=500))
+    counts = torch.from_numpy(bulk.first_tokens(torch.stack([p, p]), q[None], 2_000, seed=0, chunk=100))
     observed = torch.cat([counts[inside], counts[~inside].sum()[None]])
     expected = torch.cat([p[inside], p[~inside].sum()[None]])
     assert chi_square_pvalue(observed.numpy(), expected.double().numpy()) > 1e-3

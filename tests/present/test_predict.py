@@ -15,6 +15,7 @@ from specviz.engine.decoding.factory import make_decoder
 from specviz.present import render
 from specviz.present.algorithm import LINES, algorithm_html
 from specviz.present.myths import MYTHS, myth_question, myths_html
+from specviz.present.page_settings import DEFAULT_SEED
 from specviz.present.predict import Predict
 from specviz.present.question_panel import panel_html, question_html
 from specviz.present.recorded import LESSONS, Playback, first_lesson, lesson_path, lesson_questions, view_of
@@ -185,7 +186,7 @@ def test_the_opening_lesson_is_asked_without_a_model(page_settings):
     assert 'class="sv-hidden" data-part="end"' in view.round_summary and "sv-hidden" in view.timeline
     assert 'class="sv-hidden" data-part="end"' in view.counters
     session, view = step_handler(session, page_settings(preset="shakespeare", prompt="ROMEO.\nBut soft, what light",
-                                                        temperature=0.5, seed=35))
+                                                        temperature=0.5, seed=DEFAULT_SEED))
     assert session.run is None and not session.stepped and session.predict.state == "shown"
     session.predict.switch(False)
     assert view_of(session, "leviathan") == plain

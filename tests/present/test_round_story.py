@@ -8,6 +8,7 @@ import pytest
 from specviz.core.config import DecodeConfig
 from specviz.engine.decoding.decoders import SpeculativeDecoder
 from specviz.present import render
+from specviz.present.page_settings import DEFAULT_SEED
 
 
 @pytest.mark.parametrize("u, chance", [(0.997, 1.0), (0.9951, 0.9949), (0.0031, 0.0032), (0.5, 0.5), (0.12345, 0.12349),
@@ -18,7 +19,7 @@ def test_printed_digits_order_as_the_true_values(u, chance):
     assert (float(a) == float(b)) == (u == chance)
 
 
-def first_rounds(pair, temperature, kl_budget=0.0, steps=3, seed=35):
+def first_rounds(pair, temperature, kl_budget=0.0, steps=3, seed=DEFAULT_SEED):
     dec = SpeculativeDecoder(pair, "ROMEO.\nBut soft, what light",
                              DecodeConfig(gamma=4, temperature=temperature, seed=seed, kl_budget=kl_budget))
     return [dec.step() for _ in range(steps)]

@@ -2,6 +2,7 @@
 of pytest's report, from fixed inputs."""
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 
@@ -22,7 +23,7 @@ def test_without_cuda_it_prints_one_error_line_and_exits_2():
                           timeout=300)
     assert done.returncode == 2 and done.stdout == ""
     lines = done.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: gpucheck needs a CUDA device")
+    assert len(lines) == 1 and lines[0].startswith("error: gpucheck needs a CUDA device") and "--cpu" in lines[0]
 
 
 def test_a_budget_outside_its_range_is_named():
@@ -46,3 +47,30 @@ def test_rows_past_the_budget_are_marked_not_run_and_a_failing_row_is_its_own_an
     assert [row["status"] for row in result["rows"]] == ["ok", "error: no device memory", "ok"]
     text = gpucheck.table(result)
     assert "first" in text and "x 1" in text and "error: no device memory" in text
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the CPU form of a machine without CUDA")
+def test_cpu_runs_only_the_round_row_and_says_no_cuda_for_what_only_cuda_counts(monkeypatch, capsys):
+    """`--cpu`: one row, the round's counts per kind of step on the static cache; the profiler's and CUDA's own
+    figures are "no CUDA" (2 steps each, so the test stays fast; test_host_reads.py states the counts)."""
+    monkeypatch.setattr(gpucheck, "COUNTED_STEPS", 2)
+    assert gpucheck.main(["--cpu", "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["device"] == "cpu" and [row["check"] for row in result["rows"]] == ["round"]
+    figures = result["rows"][0]["figures"]
+    assert figures["cache"] == "static" and figures["regions"] == "the static cache with CUDA graphs is off"
+    for kind in ("round_traces_on", "round_traces_off", "target_only_step"):
+        counts = figures[kind]
+        assert counts["host_reads"] == 1.0 and counts["torch_calls"] > counts["ops_outside_regions"] >= 0
+        assert [counts[k] for k in ("kernel_launches_outside_graphs", "graph_replays", "syncs")] == ["no CUDA"] * 3
+    assert figures["round_traces_on"]["torch_calls"] > figures["round_traces_off"]["torch_calls"]
+
+
+def test_the_gain_of_the_regions_is_the_bench_with_them_over_the_bench_without():
+    rows = [{"check": "bench graphs", "figures": {"speedup_vs_target_only": 1.5}},
+            {"check": "bench forwards", "figures": {"speedup_vs_target_only": 1.2}}]
+    assert gpucheck.regions_gain(rows) == 1.25
+    assert gpucheck.regions_gain(rows[:1]) is None
+    assert "round_traces_on.host_reads 1" in gpucheck.table(
+        {"rows": [{"check": "round", "status": "ok", "seconds": 1.0,
+                   "figures": {"round_traces_on": {"host_reads": 1}}}], "total_s": 1.0})

@@ -46,18 +46,20 @@ class CachedModel:
         """The model's inputs [k, n, H] for ids [k, n] (a draft reading the target's features changes them)."""
         return self.model.get_input_embeddings()(ids)
 
-    def _static_call(self, inputs: torch.Tensor, keep: int) -> _Output:
-        logits, hidden = self.static.forward(inputs, keep)  # [1, keep, V], [1, n, H]
+    def _static_call(self, inputs: torch.Tensor, keep: int, n: int | None = None) -> _Output:
+        logits, hidden = self.static.forward(inputs, keep, n)  # [1, keep, V], [1, n, H]
         return _Output(logits=logits, past_key_values=self.cache, hidden_states=(hidden,))
 
-    def _call(self, ids: torch.Tensor, keep: int, mask: torch.Tensor | None):
-        """One forward of ids [k, n] over the cache; subclasses change what goes in."""
+    def _call(self, ids: torch.Tensor, keep: int, mask: torch.Tensor | None, n: int | None = None):
+        """One forward of ids [k, n] over the cache (n: their number, where the caller knows it); subclasses change
+        what goes in."""
+        embeds = self._embed(ids)  # the model's own inputs: no input ids for transformers to check on the host
         if self.static is not None:
-            return self._static_call(self._embed(ids), keep)
+            return self._static_call(embeds, keep, n)
         if not self.keep_features:
-            return self.model(input_ids=ids, attention_mask=mask, past_key_values=self.cache, use_cache=True,
+            return self.model(inputs_embeds=embeds, attention_mask=mask, past_key_values=self.cache, use_cache=True,
                               logits_to_keep=keep)
-        logits, hidden, past = logits_and_hidden(self.model, keep, input_ids=ids, attention_mask=mask,
+        logits, hidden, past = logits_and_hidden(self.model, keep, inputs_embeds=embeds, attention_mask=mask,
                                                  past_key_values=self.cache)      # [k, keep, V], [k, n, H]
         return _Output(logits=logits, past_key_values=past, hidden_states=(hidden,))
 
@@ -75,7 +77,7 @@ class CachedModel:
         """ids as a [rows, n] LongTensor on the model's device. A tensor already there is used as it is (a view:
         no host-to-device copy, nothing read back); a Python list is copied over, as a caller on the host has it."""
         if isinstance(ids, torch.Tensor):
-            return ids.to(device=self.model.device, dtype=torch.long).reshape(rows, -1)
+            return ids.reshape(rows, -1)
         return torch.tensor(ids, dtype=torch.long, device=self.model.device).reshape(rows, -1)
 
     @torch.inference_mode()
@@ -83,9 +85,27 @@ class CachedModel:
         """Logits [n, V] for the last `keep` positions of new_ids (0: all); extends the cache. new_ids: a list,
         or a LongTensor [n] (or [1, n]) on the model's device, which a round on the device passes as it is."""
         ids = self._ids(new_ids, 1)  # [1, n]
-        out = self._call(ids, keep, None)
-        self._advance(out, ids.shape[1])
+        n = ids.shape[1]
+        out = self._call(ids, keep, None, n)
+        self._advance(out, n)
         return out.logits[0, :, : self.vocab_size]  # padded embedding rows masked off
+
+    def unseen(self, ids: torch.Tensor, n: int) -> torch.Tensor:
+        """[n] the next n of `ids` (a decoder's ids on the device, `drafting.DeviceIds.buffer`): the tokens at the
+        positions this cache has not seen yet. On the static cache the positions come from its write position on the
+        device, so a recorded region reads the right ids at every replay; on the dynamic cache from `seen`."""
+        if self.static is not None:
+            return ids.index_select(0, self.static.positions(n))
+        return ids[self.seen: self.seen + n]
+
+    def write_ids(self, ids: torch.Tensor, tokens: torch.Tensor, back: int) -> None:
+        """Write `tokens` [n] into `ids` from position seen - back on (the static cache's write position on the
+        device, as `unseen` reads): a round's emitted tokens, where the next round's forwards read them."""
+        n = tokens.shape[0]
+        if self.static is not None:
+            ids.index_copy_(0, self.static.positions(n, back), tokens)
+        else:
+            ids[self.seen - back: self.seen - back + n].copy_(tokens)
 
     def capture(self, sizes) -> float:
         """With a static cache on CUDA: record the forwards over each number of new tokens in `sizes` as

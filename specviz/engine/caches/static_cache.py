@@ -13,8 +13,10 @@ address and of a fixed shape. So:
   - one graph per number of new tokens n (1 for a drafted token, gamma + 1 for a verify), captured once
     before the run's first timed step and replayed with its inputs copied into fixed buffers; each capture
     is checked against the eager forward on the same inputs, and a graph that differs is not used;
-  - the mask is computed inside the graph from a one-number buffer holding the write position, set by one
-    `fill_` per forward: no mask is built outside the graph, nothing is copied from the host.
+  - the mask is computed inside the graph from the layers' own write position (`[layers]` one tensor, advanced
+    by every forward in place, moved back by one `fill_` after a rejection): no mask is built outside the graph,
+    nothing is copied from the host, and a recorded loop of forwards (a speculative round's regions,
+    `decoding/round_regions.py`) sees each forward's position as it advances.
 On the CPU (and wherever graphs are off) the same static forward runs eagerly; tests prove it gives the
 dynamic cache's logits. `plan` says where the graph path is used: CUDA, SPECVIZ_CUDA_GRAPHS not 0,
 decoders that live across steps (not ZeroGPU's rebuilt-per-step ones).
@@ -99,24 +101,43 @@ class StaticKV:
         self.graph_error = ""          # why a capture was refused (graphs then stay off)
         self.capture_s = 0.0
         self._positions = None         # [max_len] key positions, for the mask
-        self._length_t = None          # 0-d long on the device: `length` as the mask reads it (a graph input)
+        self._length_t = None          # 0-d long: `length` as the mask reads it until the layers share one position
         self._lengths = None           # [layers] every layer's write position, once they share one tensor
+        self._length_view = None       # 0-d view of layer 0's write position: what the mask reads once shared
+        self._key_offsets: dict[int, torch.Tensor] = {}  # n -> key position minus query index, for the mask
+        self._offsets: dict[tuple[int, int], torch.Tensor] = {}  # (n, shift) -> arange(n) - shift, on the device
+        self.recording = False         # a region is being recorded: forwards run their body, never a replay
         self._pool = None
 
     # ------------------------------------------------------------------ the forward
 
     def _mask(self, n: int) -> torch.Tensor:
-        """[1, 1, n, max_len]: query i (position length + i) sees keys 0 .. length + i."""
+        """[1, 1, n, max_len]: query i (position length + i) sees keys 0 .. length + i, i.e. key j iff j - i <=
+        length: one comparison against the write position, read on the device."""
         device = self.model.device
         if self._positions is None:
             self._positions = torch.arange(self.max_len, device=device)
             self._length_t = torch.zeros((), dtype=torch.long, device=device)
-        visible = self._positions[None, :] <= (torch.arange(n, device=device) + self._length_t)[:, None]  # [n, L]
+        if n not in self._key_offsets:  # [1, 1, n, max_len]: key j - query i, the same for every forward over n
+            self._key_offsets[n] = (self._positions[None, :] - torch.arange(n, device=device)[:, None])[None, None]
+        visible = self._key_offsets[n] <= (self._length_t if self._length_view is None else self._length_view)
         if self.model.config._attn_implementation == "eager":  # eager attention adds the mask to its scores
             blocked = torch.finfo(self.model.dtype).min
             return torch.zeros(1, 1, n, self.max_len, device=device, dtype=self.model.dtype).masked_fill(
-                ~visible[None, None], blocked)
-        return visible[None, None]
+                ~visible, blocked)
+        return visible
+
+    def positions(self, n: int, shift: int = 0) -> torch.Tensor:
+        """[n] the positions write position - shift .. + n - 1, computed on the device from the layers' own write
+        position (a graph input that every forward advances): where a recorded region reads and writes ids."""
+        if self._length_view is None:
+            self._share_lengths()
+        if self._length_view is None:
+            raise RuntimeError("no forward has allocated the static cache yet")
+        key = (n, shift)
+        if key not in self._offsets:
+            self._offsets[key] = torch.arange(-shift, n - shift, device=self.model.device)
+        return self._length_view + self._offsets[key]
 
     def _body(self, embeds: torch.Tensor, keep: int):
         """The forward a graph records, the mask included: logits [1, keep, V] (the model's own forward: its
@@ -125,17 +146,21 @@ class StaticKV:
                                               attention_mask=self._mask(embeds.shape[1]), past_key_values=self.cache)
         return logits, hidden
 
-    def forward(self, embeds: torch.Tensor, keep: int) -> tuple[torch.Tensor, torch.Tensor]:
-        """Logits [1, keep, V] and hidden states [1, n, H] for n new inputs [1, n, H]; extends the cache."""
-        n = embeds.shape[1]
-        if embeds.shape[0] != 1:
-            raise ValueError("a static cache holds one sequence")
+    def forward(self, embeds: torch.Tensor, keep: int, n: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+        """Logits [1, keep, V] and hidden states [1, n, H] for n new inputs [1, n, H] (`n`: their number, where the
+        caller has read it); extends the cache. While a region is `recording`, the body runs (its forwards are part
+        of the region's graph)."""
+        if n is None:
+            batch, n = embeds.shape[:2]
+            if batch != 1:
+                raise ValueError("a static cache holds one sequence")
         if self.length + n > self.max_len:
             raise RuntimeError(f"the static cache holds {self.max_len} positions; {self.length} + {n} do not fit")
         keep = keep or n
-        captured = self.captured.get(n)
+        captured = None if self.recording else self.captured.get(n)
         try:
-            self._set_mask_length()
+            if self._length_view is None:
+                self._set_mask_length()
             if captured is None:
                 logits, hidden = self._body(embeds, keep)
             else:
@@ -148,6 +173,8 @@ class StaticKV:
             self.set_length(self.length)
             raise
         self.length += n
+        if self._lengths is None:
+            self._share_lengths()
         return logits, hidden
 
     @torch.inference_mode()
@@ -178,7 +205,7 @@ class StaticKV:
         lengths = torch.stack([layer.cumulative_length for layer in layers])  # [layers]
         for i, layer in enumerate(layers):
             layer.cumulative_length = lengths[i]
-        self._lengths = lengths
+        self._lengths, self._length_view = lengths, lengths[0]
 
     # ------------------------------------------------------------------ graphs
 
@@ -240,5 +267,6 @@ class StaticKV:
         twin = copy.copy(self)
         twin.cache = copy.deepcopy(self.cache)
         twin.captured, twin._pool, twin.capture_s = {}, None, 0.0
-        twin._positions = twin._length_t = twin._lengths = None  # its own buffers, set by its own forwards
+        twin._positions = twin._length_t = twin._lengths = twin._length_view = None  # its own, set by its forwards
+        twin._key_offsets, twin._offsets = {}, {}
         return twin

@@ -8,6 +8,7 @@
   model_draft.py     ModelDraft: the pair's draft model proposes (plain, or reading the target's features)
   lookup_draft.py    PromptLookup: drafts copied by prompt lookup, no draft model runs
   round_trace.py     what a round shows, gathered on the device and read once (sampling.pack)
+  round_regions.py   a round as two regions (the draft loop; verify and decide), recorded as CUDA graphs on CUDA
   factory.py         make_decoder: the decoder and the drafter a DecodeConfig asks for
   feature_draft.py   a draft that reads the target's hidden states (EAGLE)
   sweep.py           a temperature sweep on one context: why sampling-based verification accepts more

@@ -258,14 +258,17 @@ class TargetOnlyDecoder(Decoder):
     """The baseline: one token per cached target forward, same warping and seed handling."""
 
     def step(self) -> EmittedToken:
-        """One cached target forward from the ids on the device, one token drawn there, one read of it."""
+        """One cached target forward from the ids on the device, one token raced there (`sampling.race`, from V
+        uniforms), one read of it."""
         self._check_not_finished()
         timer = Timer(self.pair.device)
-        uniform = torch.rand((1,), generator=self.generator, device=self.pair.device, dtype=torch.float64)
         start = timer.mark()
-        logits = self.target.forward(self.device_ids.buffer[self.target.seen: len(self.tokens)], keep=1)[-1]  # [V]
-        drawn = sampling.sample_from_uniforms(self.config.warp(logits), uniform[0])  # 0-d long
-        self.device_ids.write(len(self.tokens), drawn.reshape(1))
+        ids = self.device_ids.buffer
+        logits = self.target.forward(self.target.unseen(ids, 1), keep=1)[-1]                   # [V]
+        uniforms = torch.rand(self.pair.vocab_size, generator=self.generator, device=self.pair.device,
+                              dtype=torch.float64)                                             # [V]
+        drawn = sampling.race(self.config.warp(logits), sampling.race_keys(uniforms))          # 0-d long
+        self.target.write_ids(ids, drawn.reshape(1), back=0)  # where the next step's forward reads it
         end = timer.mark()
         token = drawn.tolist()  # the step's one read back to the host (a 0-d tensor: an int)
         if token == sampling.NO_TOKEN:  # NaN logits land here (every comparison with NaN is false)

@@ -1,15 +1,15 @@
 """Step-wise speculative decoding over real models (the target-only baseline and what every decoder shares
 are in `base`).
 
-One `SpeculativeDecoder.step()` is one round of the algorithm:
-  1. draft    the drafter's proposal (the draft model: gamma cached forwards, one token each, sampled from
-              the warped draft), tokens and q on the device
+One `SpeculativeDecoder.step()` is one round of the algorithm, as two regions and one read (`round_regions`):
+  1. draft    the drafter's proposal (the draft model: gamma cached forwards, one token each, raced from the
+              warped draft), tokens and q on the device
   2. verify   one cached target forward over the pending token and the drafts, its ids from the device
-  3. correct  `sampling.verify_round`: accept a prefix, then resample at the first rejection or add the bonus
-              token, vectorised over the positions; both KV caches are cropped back so no prefix is recomputed
-The round stays on the device until one read at its end (`sampling.pack`: tokens, verdicts and, with traces on,
-what the card shows). Randomness comes only from the decoder's own `torch.Generator(seed)`: a round's uniforms
-are drawn in one call.
+  3. correct  `sampling.verify_round`: accept a prefix, then race the residual at the first rejection or the
+              bonus token, vectorised over the positions; the emitted tokens written to the ids on the device
+Then the round's one read (`sampling.pack`: tokens, verdicts and, with traces on, what the card shows), and both KV
+caches are moved back to the accepted prefix (one fill each on the static cache), so no prefix is recomputed.
+Randomness comes only from the decoder's own `torch.Generator(seed)`: each region draws its uniforms in one call.
 """
 from __future__ import annotations
 
@@ -20,9 +20,10 @@ import torch
 from ...core import sampling
 from ...core.config import DecodeConfig
 from ...core.trace import Counters, DraftSource, EmittedToken, StepRecord, StepTrace
+from .. import settings
 from ..models.loading import ModelPair
 from ..timing import Timer
-from . import round_trace
+from . import round_regions, round_trace
 from .base import (
     Decoder,
     DecoderState,
@@ -76,6 +77,11 @@ class SpeculativeDecoder(Decoder):
         self.capture_s += self.drafter.capture()
         if error := self.drafter.graph_error():
             self.graphs_off = "; ".join(filter(None, (self.graphs_off, f"draft: {error}")))
+        self.layouts: dict[int, tuple] = {}  # drafts proposed -> the read's layout (`sampling.pack`)
+        self.aranges: dict[int, torch.Tensor] = {}  # k -> [k+1] 0 .. k on the device
+        self.region: round_regions.Region | None = None  # the verify region, recorded (CUDA graphs)
+        self.region_reads: torch.Tensor | None = None  # the draft loop's q buffer the recorded verify region reads
+        self.regions_off = self._capture_regions()  # why the round's regions run eagerly ('' when recorded)
 
     def _target_sizes(self) -> list[int]:
         return self.drafter_class.verify_sizes(self.config.gamma)
@@ -93,6 +99,9 @@ class SpeculativeDecoder(Decoder):
     def fork(self, seed: int):
         twin = super().fork(seed)
         twin.drafter = self.drafter.fork(twin.target, twin.generator)
+        # the regions were recorded against this decoder's buffers, caches and generator: the twin runs them eagerly
+        twin.region, twin.region_reads = None, None
+        twin.regions_off = "a fork runs its regions eagerly"
         return twin
 
     @property
@@ -103,31 +112,23 @@ class SpeculativeDecoder(Decoder):
         """One round; returns its StepTrace (None when config.record is off). The round stays on the device until
         its one read back to the host (`sampling.pack`), after the correction."""
         self._check_not_finished()
-        gamma, device, timer = self.config.gamma, self.pair.device, Timer(self.pair.device)
-        # the round's uniforms in one call: gamma for the drafter's draws, then gamma + 1 for verify and correct
-        uniforms = torch.rand(2 * gamma + 1, generator=self.generator, device=device, dtype=torch.float64)
+        timer = Timer(self.pair.device)
         start = timer.mark()
-        drafted = self.drafter.propose(self._context(uniforms[:gamma]), gamma)    # 1. draft
+        drafted = self.drafter.propose(self._context(), self.config.gamma)        # 1. draft
         drafted_at = timer.mark()
-        target_probs = self._verify(drafted)                                       # 2. verify   [k+1, V]
-        verified_at = timer.mark()
-        q = drafted.q(target_probs)                                                # [k, V]
-        k = drafted.gamma
-        rnd = sampling.verify_round(target_probs, q, drafted.tokens, uniforms[gamma: gamma + k + 1],
-                                    kl_budget=self.config.kl_budget)               # 3. correct
-        self.device_ids.write(len(self.tokens), rnd.tokens)
-        shown = round_trace.round_tensors(target_probs, q, drafted.tokens, rnd, self.config.trace_top_k) \
-            if self.config.record else {}
-        packed = sampling.pack(n_accepted=rnd.n_accepted, tokens=rnd.tokens, drafts=drafted.tokens,
-                               **round_trace.check_tensors(target_probs, q, rnd.drafted_draft_probs), **shown)
+        if self.region is not None and drafted.probs is self.region_reads:
+            packed, verified_at = self.region.replay(), None                     # 2. verify, 3. correct: replayed
+        else:
+            packed, verified_at = self.verify_region(drafted, timer)              # 2. verify, 3. correct
         end = timer.mark()
         read = packed.read()  # the round's one read back to the host
+        n, k = read["n_accepted"], len(read["drafts"])
+        self.layouts.setdefault(k, packed.layout)
         round_trace.check_read(read)
-        n = read["n_accepted"]
-        result = round_trace.RoundResult(gamma=k, n_accepted=n, tokens=read["tokens"][: n + 1])
+        result = round_trace.RoundResult(gamma=k, n_accepted=n, tokens=read["drafts"][:n] + [read["last"]])
         kept = self._settle(result)
         timer.add("draft", start, drafted_at)
-        timer.add("target", drafted_at, verified_at)
+        timer.add("target", drafted_at, verified_at or end)
         timer.add("step", start, end)
         ms = timer.read()
         record = StepRecord(gamma=k, n_emitted=len(kept), draft_s=ms["draft"] / 1e3, target_s=ms["target"] / 1e3,
@@ -140,14 +141,61 @@ class SpeculativeDecoder(Decoder):
             return None
         return self._trace(read, drafted, result, kept, record)
 
-    def _context(self, uniforms: torch.Tensor | None = None) -> TokenContext:
-        return TokenContext(ids=self.tokens, n_prompt=self.n_prompt, on_device=self.device_ids, uniforms=uniforms)
+    def verify_region(self, drafted: Drafted, timer: Timer | None = None) -> tuple[sampling.Packed, object]:
+        """2. verify and 3. correct, as one region (`round_regions`): the target's forward over the pending token
+        (read from the device at the target's own position) and the drafts, the decision, the emitted tokens written
+        to the ids on the device, the trace's tensors and the pack. Returns the pack and, with a `timer` (eager
+        runs), the mark between the forward and the decision."""
+        k, ids, vocab = drafted.gamma, self.device_ids.buffer, self.pair.vocab_size
+        inputs = torch.cat([self.target.unseen(ids, 1), drafted.tokens])                       # [k+1]
+        target_probs = self.config.warp(self.target.forward(inputs, keep=k + 1))               # [k+1, V]
+        verified_at = timer.mark() if timer is not None else None
+        q = drafted.q(target_probs)                                                             # [k, V]
+        uniforms = sampling.round_uniforms(k, vocab, self.generator, target_probs.device)     # [k + V]
+        rnd = sampling.verify_round(target_probs, q, drafted.tokens, uniforms, kl_budget=self.config.kl_budget)
+        drafts_then = inputs.roll(-1)                                                          # [k+1]
+        # the drafts up to the first rejection, then the last token, where the next round's forwards read them
+        self.target.write_ids(ids, torch.where(self._steps(k) < rnd.n_accepted, drafts_then, rnd.last), back=k)
+        shown = round_trace.round_tensors(target_probs, q, rnd, self.config.trace_top_k, drafts_then) \
+            if self.config.record else {}
+        packed = sampling.pack(self.layouts.get(k), n_accepted=rnd.n_accepted, last=rnd.last, drafts=drafted.tokens,
+                               q_x=rnd.drafted_draft_probs, **round_trace.check_tensors(target_probs, q), **shown)
+        return packed, verified_at
 
-    def _verify(self, drafted: Drafted) -> torch.Tensor:
-        """2. verify: one target forward over the pending token and the drafts, its inputs on the device."""
-        pending = self.device_ids.buffer[self.target.seen: len(self.tokens)]  # [1]
-        logits = self.target.forward(torch.cat([pending, drafted.tokens]), keep=drafted.gamma + 1)  # [k+1, V]
-        return self.config.warp(logits)  # [k+1, V]
+    def _steps(self, k: int) -> torch.Tensor:
+        """[k+1] 0 .. k on the device, made once."""
+        if k not in self.aranges:
+            self.aranges[k] = torch.arange(k + 1, device=self.pair.device)
+        return self.aranges[k]
+
+    def _capture_regions(self) -> str:
+        """On CUDA with graphs: record the draft loop and the verify region (`round_regions`); why not, or ''."""
+        if not settings.current().cuda_graph_regions:
+            return "SPECVIZ_CUDA_GRAPHS=forwards"
+        if self.config.kl_budget > 0:
+            return "mentored decoding plans on the host"
+        if self.config.gamma_auto:  # where its draft loop stops is read on the host: each forward a graph instead
+            return "gamma auto stops its draft loop on the host"
+        capture_loop = getattr(self.drafter, "capture_loop", None)
+        if capture_loop is None:
+            return f"the {self.drafter.kind} drafter proposes on the host"
+        if why := round_regions.usable([self.target]):
+            return why
+        graphs = round_regions.recorder(self.generator)
+        why, seconds = capture_loop(self.device_ids.buffer, self.config.gamma, graphs)
+        self.capture_s += seconds
+        if why:
+            return why
+        tokens, probs = self.drafter.buffers[self.config.gamma]
+        drafted = Drafted(tokens=tokens, probs=probs, forwards=self.config.gamma)
+        self.region, why, seconds = round_regions.try_capture(lambda: self.verify_region(drafted)[0], [self.target],
+                                                              self.generator, graphs)
+        self.capture_s += seconds
+        self.region_reads = probs if self.region is not None else None
+        return why
+
+    def _context(self) -> TokenContext:
+        return TokenContext(ids=self.tokens, n_prompt=self.n_prompt, on_device=self.device_ids)
 
     def _settle(self, result: round_trace.RoundResult) -> list[int]:
         """Crop the caches to the accepted prefix, count the verdicts, append the new tokens (what was kept)."""

@@ -46,11 +46,10 @@ class DeviceIds:
 @dataclass
 class TokenContext:
     """The tokens so far (prompt and generated), as the drafters read them: `ids` on the host, the same on the
-    device (`tail`: what a cached model has not seen yet), and the uniforms a sampling drafter draws with."""
+    device (`tail`: what a cached model has not seen yet)."""
     ids: list[int]
     n_prompt: int                     # the first n_prompt ids are the prompt
     on_device: DeviceIds
-    uniforms: torch.Tensor | None = None  # [gamma] float64 on the device: this round's draws for the drafter
 
     def tail(self, start: int) -> torch.Tensor:
         """The ids from position `start` on, on the device: [n] long."""

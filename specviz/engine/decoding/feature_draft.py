@@ -71,10 +71,10 @@ class FeatureDraft(CachedModel):
         embeds = self.model.get_input_embeddings()(ids)                                   # [k, n, H]
         return self.model.feature_fc(torch.cat([embeds, feats], -1))                       # [k, n, H]
 
-    def _call(self, ids: torch.Tensor, keep: int, mask: torch.Tensor | None):
+    def _call(self, ids: torch.Tensor, keep: int, mask: torch.Tensor | None, n: int | None = None):
         inputs = self._embed(ids)
         if self.static is not None:
-            return self._static_call(inputs, keep)
+            return self._static_call(inputs, keep, n)
         return self.model(inputs_embeds=inputs, attention_mask=mask, past_key_values=self.cache, use_cache=True,
                           logits_to_keep=keep, output_hidden_states=True)
 

@@ -15,6 +15,7 @@ from ...core.config import DecodeConfig
 from ..caches.cache import CachedModel
 from ..memory import held_bytes
 from ..models.loading import ModelPair
+from . import round_regions
 from .drafting import Drafted, TokenContext, cache_kind
 from .feature_draft import cached_draft, reads_features
 
@@ -35,6 +36,8 @@ class ModelDraft:
                  generator: torch.Generator):
         self.pair, self.config, self.generator = pair, config, generator
         self.model = cached_draft(pair.draft, pair.vocab_size, target, **cache_options)
+        self.buffers: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}  # gamma -> the loop's tokens and q
+        self.regions: dict[tuple[int, int], round_regions.Region] = {}  # (pending, gamma) -> the recorded loop
 
     @classmethod
     def reads_target_features(cls, pair: ModelPair) -> bool:
@@ -59,27 +62,56 @@ class ModelDraft:
         return self.config.warp(logits)
 
     def propose(self, context: TokenContext, gamma: int) -> Drafted:
-        """gamma tokens, one cached forward each, sampled from the warped draft at the round's uniforms: every
-        token stays on the device and feeds the next forward from there. With gamma auto (`config.draft_length`)
-        fewer: after each token the rule reads the draft's confidence in it (one host read a token) and says
-        whether to draft another (core.draft_length: the token itself is always proposed)."""
-        rule = self.config.draft_length
-        stopper = rule.start(self.kind) if rule is not None else None
-        tokens, rows = [], []
-        pending = context.tail(self.model.seen)  # [1], or [2] after a bonus the draft never saw
-        for i in range(gamma):
-            logits = self.model.forward(pending, keep=1)[-1]  # [V]
-            probs = self.warp(logits)  # [V]
-            # a row without mass (NaN logits) draws NO_TOKEN: clamped so the next forward runs, and refused by the
-            # round's checks when it is read
-            token = sampling.sample_from_uniforms(probs, context.uniforms[i]).clamp_min(0)  # 0-d long
-            tokens.append(token)
-            rows.append(probs)
-            pending = token.reshape(1)
-            if stopper is not None and not stopper.go_on(self.confidence(logits, probs, token)):
+        """gamma tokens, one cached forward each, each raced from the warped draft: `draft_loop`, replayed as one
+        recorded region where one was captured for this many pending tokens. With gamma auto (`config.draft_length`)
+        fewer: `draft_until_doubt`, always eager."""
+        pending = len(context.ids) - self.model.seen  # 1, or 2 after a bonus the draft never saw
+        if self.config.draft_length is not None:
+            return self.draft_until_doubt(context.on_device.buffer, pending, gamma)
+        region = self.regions.get((pending, gamma))
+        tokens, probs = region.replay() if region is not None else self.draft_loop(context.on_device.buffer, pending,
+                                                                                   gamma)
+        return Drafted(tokens=tokens, probs=probs, forwards=gamma)  # [gamma], [gamma, V]
+
+    def draft_loop(self, ids: torch.Tensor, pending: int, gamma: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """1. draft, as one region (`round_regions`): the pending ids read from the device at the draft's own
+        position, then gamma forwards, each token raced (`sampling.race`) from its row of the round's gamma x V
+        uniforms and fed to the next forward on the device. Writes the draft's tokens [gamma] and q [gamma, V] into
+        its buffers (fixed addresses, which the verify region reads) and returns them."""
+        tokens, rows = self._buffers(gamma)
+        uniforms = torch.rand(gamma, self.pair.vocab_size, generator=self.generator, device=rows.device,
+                              dtype=torch.float64)                                    # [gamma, V]
+        inputs = self.model.unseen(ids, pending)                                       # [pending]
+        drawn, laws = [], []
+        for keys in sampling.race_keys(uniforms).split(1):                            # [1, V] each
+            probs = self.warp(self.model.forward(inputs, keep=1))                      # [1, V]
+            # a row without mass (NaN logits) draws some token: the round's checks refuse its q when it is read
+            inputs = sampling.race(probs, keys, checked=False)                         # [1] long: the next input
+            drawn.append(inputs)
+            laws.append(probs)
+        return torch.cat(drawn, out=tokens), torch.cat(laws, out=rows)
+
+    def draft_until_doubt(self, ids: torch.Tensor, pending: int, gamma: int) -> Drafted:
+        """gamma auto: `draft_loop`'s tokens one at a time until the rule stops (core.draft_length): after each token
+        it reads the draft's confidence in it (one host read a token) and says whether to draft another (the token
+        itself is always proposed). Always eager: where it stops is known on the host only, so no region is recorded
+        for it (on CUDA each forward still replays its own graph, and the verify runs eagerly). The round's gamma x V
+        uniforms are drawn in one call, as in `draft_loop`; the rows past the stop go unused."""
+        stopper = self.config.draft_length.start(self.kind)
+        uniforms = torch.rand(gamma, self.pair.vocab_size, generator=self.generator, device=self.model.model.device,
+                              dtype=torch.float64)                                    # [gamma, V]
+        inputs = self.model.unseen(ids, pending)                                       # [pending]
+        drawn, laws = [], []
+        for keys in sampling.race_keys(uniforms).split(1):                            # [1, V] each
+            logits = self.model.forward(inputs, keep=1)                                # [1, V]
+            probs = self.warp(logits)                                                  # [1, V]
+            inputs = sampling.race(probs, keys, checked=False)                         # [1] long
+            drawn.append(inputs)
+            laws.append(probs)
+            if not stopper.go_on(self.confidence(logits[0], probs[0], inputs[0])):
                 break
-        return Drafted(tokens=torch.stack(tokens), probs=torch.stack(rows), forwards=len(tokens),
-                       stop=stopper.record() if stopper is not None else None)  # [k], [k, V]
+        return Drafted(tokens=torch.cat(drawn), probs=torch.cat(laws), forwards=len(drawn),
+                       stop=stopper.record())                                          # [k], [k, V]
 
     def confidence(self, logits: torch.Tensor, probs: torch.Tensor, token: torch.Tensor) -> float:
         """The draft's confidence in the token it drew (core.draft_length): q(x) under the law it drew from; at
@@ -87,6 +119,30 @@ class ModelDraft:
         if self.config.greedy:
             return float(torch.softmax(logits.float(), -1).max())
         return float(probs[token])
+
+    def _buffers(self, gamma: int) -> tuple[torch.Tensor, torch.Tensor]:
+        if gamma not in self.buffers:
+            device = self.model.model.device
+            self.buffers[gamma] = (torch.zeros(gamma, dtype=torch.long, device=device),
+                                   torch.zeros(gamma, self.pair.vocab_size, device=device))
+        return self.buffers[gamma]
+
+    def capture_loop(self, ids: torch.Tensor, gamma: int, graphs) -> tuple[str, float]:
+        """Record the draft loop as one region per number of pending tokens (1, and 2 after a bonus) with `graphs`
+        (`round_regions.recorder`); ('' or why it stays eager, seconds). Call after the prefill, before any round:
+        each recording reads ids from the draft's position on and writes keys only past it (stale, overwritten by
+        the next forward), so no position the draft has seen changes."""
+        if why := round_regions.usable([self.model]):
+            return why, 0.0
+        seconds = 0.0
+        for pending in (1, 2):
+            region, why, spent = round_regions.try_capture(lambda p=pending: self.draft_loop(ids, p, gamma),
+                                                           [self.model], self.generator, graphs)
+            seconds += spent
+            if region is None:
+                return why, seconds
+            self.regions[(pending, gamma)] = region
+        return "", seconds
 
     def propose_chains(self, context: TokenContext, k: int, gamma: int) -> tuple[list[list[int]], torch.Tensor]:
         """k chains of gamma tokens, one batched forward per depth; chains at one node share its distribution.
@@ -114,6 +170,7 @@ class ModelDraft:
     def fork(self, target: CachedModel, generator: torch.Generator) -> ModelDraft:
         twin = copy.copy(self)
         twin.model, twin.generator = self.model.fork(target), generator
+        twin.buffers, twin.regions = {}, {}  # recorded against this one's buffers and generator: capture again
         return twin
 
     def cache_kinds(self) -> dict[str, str]:

@@ -115,13 +115,15 @@ class TreeDecoder(SpeculativeDecoder):
         target, q = target_probs[path], chains.probs[path]          # [gamma+1, V], [gamma, V]
         drafted_p, drafted_q = (rows[:gamma].gather(-1, tokens[:, None])[:, 0] for rows in (target, q))
         uniforms = [t.uniform for t in path_tries] + [0.0] * (gamma + 1 - len(path_tries))  # unexamined: not shown
+        # the accepted chain as one chain's round; every row of its correction is the law the last token came from
         as_chain = sampling.Round(
-            n_accepted=torch.tensor(n, device=device), tokens=torch.tensor(result.tokens, device=device),
-            last=torch.tensor(result.tokens[-1], device=device), uniforms=torch.tensor(uniforms, device=device),
-            accepted=torch.arange(gamma, device=device) < n, drafted_target_probs=drafted_p, drafted_draft_probs=drafted_q,
-            accept_probs=torch.tensor(chances, dtype=torch.float64, device=device), final_probs=result.final_probs)
-        shown = round_trace.round_tensors(target, q, tokens, as_chain, self.config.trace_top_k)
-        read = sampling.pack(drafts=tokens, **shown).read()
+            n_accepted=torch.tensor(n, device=device), last=torch.tensor(result.tokens[-1], device=device),
+            draft_tokens=tokens, uniforms=torch.tensor(uniforms, dtype=torch.float64, device=device),
+            drafted_target_probs=drafted_p, drafted_draft_probs=drafted_q,
+            accept_probs=torch.tensor(chances, dtype=torch.float64, device=device),
+            candidates=result.final_probs.expand(gamma + 1, -1))
+        shown = round_trace.round_tensors(target, q, as_chain, self.config.trace_top_k)
+        read = sampling.pack(drafts=tokens, q_x=drafted_q, **shown).read()
         drafted = Drafted(tokens=tokens, probs=q, forwards=gamma)
         trace = self._trace(read, drafted, round_trace.RoundResult(gamma=gamma, n_accepted=n, tokens=result.tokens),
                             kept, record)
