@@ -103,7 +103,8 @@ FAILED = re.compile(r"^(?:FAILED|ERROR) (\S+)")
 
 
 def run_tests(folder: Path, pytest_args: list[str], stop_at_first: bool) -> tuple[int, list[str], float]:
-    command = [sys.executable, "-m", "pytest", "-q", "-rfE", "-p", "no:cacheprovider", "-p", "no:randomly",
+    # addopts emptied: no xdist workers, so -x stops at the first failing test in FAST_TIER's order
+    command = [sys.executable, "-m", "pytest", "-q", "-rfE", "-p", "no:cacheprovider", "-p", "no:randomly", "-o", "addopts=",
                *(["-x"] if stop_at_first else []), *pytest_args]
     env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
     start = time.perf_counter()

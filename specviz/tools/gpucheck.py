@@ -63,9 +63,10 @@ def junit_summary(xml_text: str) -> dict:
 
 
 def _pytest(paths, timeout: float, extra=()) -> dict:
+    # addopts emptied: one GPU runs one test at a time, and a lent machine may lack pytest-xdist
     with tempfile.TemporaryDirectory() as tmp:
         xml = Path(tmp) / "junit.xml"
-        done = _run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", "not cpu_only",
+        done = _run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-o", "addopts=", "-m", "not cpu_only",
                      f"--junitxml={xml}", *extra, *paths], timeout, CUDA_ENV)
         if not xml.exists():
             raise RuntimeError(f"pytest wrote no report: {(done.stderr or done.stdout).strip()[-200:]}")
