@@ -236,7 +236,10 @@ def wire_toolbar(demo: gr.Blocks, page: Page):
         shown_race = race_view(s if isinstance(s, Session) else Session(), code)  # the tab's own race redrawn too
         # the step shown is the session's own (its `viewing`): #view-step's value was read when the event was sent,
         # and an event holding the session's lock meanwhile (a link opening as the page loads) may have moved it
-        return {**shown_view(page, s, n, None, code), header: intro(n, code), what: what_you_see(code),
+        # the message stays: the event that wrote it (a link opened as the page loads, whose lock this event waited
+        # on) may have ended before this one, and a redraw would wipe what it said
+        return {**shown_view(page, s, n, None, code), page.controls.message: gr.skip(), header: intro(n, code),
+                what: what_you_see(code),
                 race: gr.skip() if shown_race is None else shown_race,
                 play_btn: gr.Button(value=tr(code, "btn.pause" if playing_label in PAUSE_LABELS else "btn.play"))}
 
