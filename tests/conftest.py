@@ -50,10 +50,14 @@ BROWSER_FIXTURES = {"browser", "page"}  # tests/app/conftest.py: Debian's chromi
 
 def pytest_collection_modifyitems(items):
     """Every test that drives chromium, or sits in a browser module (tests/app/test_browser*.py) beside such tests, is
-    `slow` (pyproject.toml's markers): `python -m pytest -m "not slow"` is the inner loop."""
+    `slow` (pyproject.toml's markers): `python -m pytest -m "not slow"` is the inner loop. A chromium test is also
+    `alone`: it times keys, scrolls and events against a page served on the same two cores, and beside the other
+    worker's test it failed now and then under `-n 2` (three different browser tests in three full runs)."""
     for item in items:
         if BROWSER_FIXTURES & set(getattr(item, "fixturenames", ())) or item.path.name.startswith("test_browser"):
             item.add_marker(pytest.mark.slow)
+            if BROWSER_FIXTURES & set(getattr(item, "fixturenames", ())):
+                item.add_marker(pytest.mark.alone)
 
 
 @pytest.fixture(autouse=True)
