@@ -355,15 +355,27 @@
     else if (opens && !tab && (!shown || shown.offsetParent === null)) {  // a closed accordion: open it
       document.querySelector(`#${opens} > .label-wrap`)?.click();
     }
+    const fill = Object.entries(JSON.parse(see.dataset.fill || '{}'));
+    const boxOf = (id) => document.querySelector(`#${id} textarea, #${id} input`);
+    const type = () => fill.forEach(([id, value]) => {
+      const box = boxOf(id);
+      if (box.value !== value) { box.value = value; box.dispatchEvent(new Event('input', {bubbles: true})); }
+    });
+    // a tab or accordion opened just now mounts its boxes and button after its group: wait for all of them
+    // (on a slow machine the group came first, the run was pressed on empty boxes: "No curve yet")
+    const mounted = () => fill.every(([id]) => boxOf(id)) && (!see.dataset.press || document.getElementById(see.dataset.press));
+    // press only once the typed values have held for a beat (a component mounting late can redraw its box empty)
+    let checks = 0;
+    const press = () => {
+      if (!fill.every(([id, value]) => boxOf(id)?.value === value) && ++checks < 10) { type(); setTimeout(press, 300); return; }
+      document.getElementById(see.dataset.press)?.click();
+    };
     let tries = 0;
     const go = () => {
       const target = document.getElementById(see.dataset.goto);
-      if (!target) { if (++tries < 40) setTimeout(go, 100); return; }
-      Object.entries(JSON.parse(see.dataset.fill || '{}')).forEach(([id, value]) => {
-        const box = document.querySelector(`#${id} textarea, #${id} input`);
-        if (box) { box.value = value; box.dispatchEvent(new Event('input', {bubbles: true})); }
-      });
-      if (see.dataset.press) setTimeout(() => document.getElementById(see.dataset.press)?.click(), 300);
+      if (!target || !mounted()) { if (++tries < 100) setTimeout(go, 100); return; }
+      type();
+      if (see.dataset.press) setTimeout(press, 300);
       // classroom mode hides the settings: the evidence there (the drafter switch) shows them until the next Step
       if (target.closest('#settings') && !target.offsetParent) document.body.classList.add('sv-show-settings');
       // an accordion just opened draws its figures after this: bring the evidence back where it moved, a few times
