@@ -22,6 +22,10 @@ The maths (exact under the one assumption stated in `acceptance_length`):
       speedup  S(gamma) = L(gamma) / (gamma c + V(gamma + 1)),
   which with b_i = alpha and V = 1 (a verify costing one forward) is Leviathan et al. Thm 3.8; the table
   gives that limit beside it (speedup_thm38). One target pass a round: tokens per target pass = L.
+  What a measured round adds (`core.round_host`, each optional, each measured by `report`): its host work h(gamma)
+  in target-only steps, the forward's share f of a target-only step (which pays its own draw), and a request's
+  budget N, whose last round is cut (`tokens_per_round_within`):
+      speedup  S(gamma) = L_N(gamma) / (gamma c + f V(gamma + 1) + h(gamma)).
   Beyond the measured positions (gamma > n) the last measured conditional rate b_n is assumed for
   every further position (`extend`), the i.i.d. model Thm 3.8 uses throughout.
 
@@ -97,6 +101,27 @@ def acceptance_length(curve: Sequence[float], gamma: int) -> float:
     return 1.0 + sum(extend(curve, gamma))
 
 
+def length_distribution(curve: Sequence[float]) -> list[float]:
+    """P(L = k) for k = 1..gamma + 1 from a round's unconditional curve a_1..a_gamma: a round emits k tokens when
+    drafts 1..k-1 are accepted and draft k is not (a_{k-1} - a_k, a_0 = 1), gamma + 1 when all are (a_gamma)."""
+    a = [1.0, *check_unconditional(curve)]
+    return [a[k - 1] - a[k] for k in range(1, len(a))] + [a[-1]]
+
+
+def tokens_per_round_within(curve: Sequence[float], max_new_tokens: int) -> float:
+    """Tokens a round emits on average over a request of `max_new_tokens`: N / E[rounds to emit N], where the
+    last round is cut at the budget (it costs a whole round and keeps what fits). `curve` is the round's
+    unconditional curve a_1..a_gamma. E[rounds] by the renewal recursion R(n) = 1 + sum_k P(L = k) R(n - k),
+    R(n <= 0) = 0 (rounds independent, as in Leviathan et al. Sec. 3.3; an EOS before N is not modelled)."""
+    if isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, int) or max_new_tokens < 1:
+        raise ValueError(f"max_new_tokens must be a whole number >= 1, not {max_new_tokens!r}")
+    law = length_distribution(curve)
+    rounds = [0.0] * (max_new_tokens + 1)
+    for n in range(1, max_new_tokens + 1):
+        rounds[n] = 1.0 + sum(p * rounds[max(0, n - k)] for k, p in enumerate(law, 1))
+    return max_new_tokens / rounds[max_new_tokens]
+
+
 def with_drafts(curve: Sequence[float], gamma: int, drafts: int, sibling_rates: Sequence[float] = ()) -> list[float]:
     """The unconditional curve at gamma with k = `drafts` tries per depth (see the module's doc)."""
     if drafts > 1 and len(sibling_rates) < drafts - 1:
@@ -109,34 +134,64 @@ def with_drafts(curve: Sequence[float], gamma: int, drafts: int, sibling_rates: 
 
 
 def speedup(length: float, gamma: int, cost_ratio: float, drafts: int = 1, extra_row_cost: float = 0.0,
-            verify_cost: float = 1.0) -> float:
-    """Expected tokens per unit of target-only time: L / ((gamma c + V)(1 + rho (k - 1))), V the round's target
-    pass over gamma + 1 positions in one-position passes (1: Thm 3.8's cost model)."""
-    return length / ((gamma * cost_ratio + verify_cost) * (1.0 + extra_row_cost * (drafts - 1)))
+            verify_cost: float = 1.0, forward_share: float = 1.0, host_cost: float = 0.0) -> float:
+    """Expected tokens per unit of target-only time: L / ((gamma c + f V)(1 + rho (k - 1)) + h), V the round's
+    target pass over gamma + 1 positions in one-position passes, f a one-position pass's share of a target-only
+    step and h the round's host work in target-only steps (`core.round_host`); V = f = 1, h = 0: Thm 3.8's cost
+    model."""
+    forwards = (gamma * cost_ratio + forward_share * verify_cost) * (1.0 + extra_row_cost * (drafts - 1))
+    return length / (forwards + host_cost)
+
+
+def check_round_host(host_cost: Sequence[float], forward_share: float) -> tuple[tuple[float, float], float]:
+    """(the host line (h_0, h_1) in target-only steps, h(gamma) = h_0 + h_1 gamma; the forward's share f)."""
+    try:
+        line = tuple(float(x) for x in host_cost)
+    except (TypeError, ValueError):
+        line = ()
+    if len(line) not in (1, 2) or not all(math.isfinite(x) and x >= 0 for x in line):
+        raise ValueError(f"--host-cost takes one or two numbers >= 0, h0[,h1]: the round's host work in target-only "
+                         f"steps, h0 + h1 gamma (e.g. 0.15 or 0.14,0.013), not {host_cost!r}")
+    if not (isinstance(forward_share, (int, float)) and math.isfinite(forward_share) and 0 < forward_share <= 1):
+        raise ValueError(f"--forward-share must be in (0, 1]: a one-position target pass over a target-only step "
+                         f"(its forward and its draw), not {forward_share!r}")
+    return (line[0], line[1] if len(line) == 2 else 0.0), float(forward_share)
 
 
 def whatif_table(curve: Sequence[float], cost_ratio: float, gammas: Sequence[int], drafts: Sequence[int] = (1,),
                  sibling_rates: Sequence[float] = (), extra_row_cost: float = 0.0,
-                 verify_costs: Sequence[float] | None = None) -> dict:
+                 verify_costs: Sequence[float] | None = None, host_cost: Sequence[float] = (0.0, 0.0),
+                 forward_share: float = 1.0, max_new_tokens: int | None = None) -> dict:
     """One row per (gamma, k): gamma, drafts, acceptance_length (bonus included; also the tokens per target
-    pass), verify_cost V(gamma + 1) (from `verify_costs`, [V(1) = 1, V(2), ...], extrapolated past its end as
-    `core.verify_cost` says and flagged so; 1 without a curve), speedup under it and speedup_thm38 (V = 1, the limit
-    where a verify costs one forward); `best` is the row of the highest speedup (ties: the smaller gamma, then k)."""
+    pass), tokens_per_round (the same with the last round of a `max_new_tokens` request cut at the budget; None:
+    not cut), verify_cost V(gamma + 1) (from `verify_costs`, [V(1) = 1, V(2), ...], extrapolated past its end as
+    `core.verify_cost` says and flagged so; 1 without a curve), host_cost h(gamma) (the round's host work in
+    target-only steps, h0 + h1 gamma), speedup under all of them, speedup_forwards_only (V alone: no host work, no
+    cut) and speedup_thm38 (V = 1, the limit where a verify costs one forward); `best` is the row of the highest
+    speedup (ties: the smaller gamma, then k)."""
     if not (math.isfinite(cost_ratio) and cost_ratio >= 0):
         raise ValueError(f"--cost-ratio must be a number >= 0, not {cost_ratio!r}")
     if not (math.isfinite(extra_row_cost) and extra_row_cost >= 0):
         raise ValueError(f"--extra-row-cost must be a number >= 0, not {extra_row_cost!r}")
     costs = check_verify_costs(verify_costs, "--verify-cost") if verify_costs is not None else None
+    host, share = check_round_host(host_cost, forward_share)
     rows = []
     for k in drafts:
         for g in gammas:
-            length = 1.0 + sum(with_drafts(curve, g, k, sibling_rates))
+            kept = with_drafts(curve, g, k, sibling_rates)
+            length = 1.0 + sum(kept)
+            tokens = tokens_per_round_within(kept, max_new_tokens) if max_new_tokens is not None else None
             v = verify_cost_at(costs, g + 1) if costs else 1.0
-            rows.append({"gamma": g, "drafts": k, "acceptance_length": length, "verify_cost": v,
-                         "verify_cost_extrapolated": bool(costs) and g + 1 > len(costs),
-                         "speedup": speedup(length, g, cost_ratio, k, extra_row_cost, v),
+            h = host[0] + host[1] * g
+            rows.append({"gamma": g, "drafts": k, "acceptance_length": length, "tokens_per_round": tokens,
+                         "verify_cost": v, "verify_cost_extrapolated": bool(costs) and g + 1 > len(costs),
+                         "host_cost": h,
+                         "speedup": speedup(length if tokens is None else tokens, g, cost_ratio, k, extra_row_cost, v,
+                                            share, h),
+                         "speedup_forwards_only": speedup(length, g, cost_ratio, k, extra_row_cost, v),
                          "speedup_thm38": speedup(length, g, cost_ratio, k, extra_row_cost)})
     best = max(rows, key=lambda r: (r["speedup"], -r["gamma"], -r["drafts"]))
     return {"table": rows, "best": best, "per_position": check_unconditional(curve),
             "conditional": conditional_from_unconditional(curve), "cost_ratio_c": cost_ratio,
-            "extra_row_cost": extra_row_cost, "sibling_rates": list(sibling_rates), "verify_costs": costs}
+            "extra_row_cost": extra_row_cost, "sibling_rates": list(sibling_rates), "verify_costs": costs,
+            "host_cost": list(host), "forward_share": share, "max_new_tokens": max_new_tokens}

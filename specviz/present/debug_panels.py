@@ -13,7 +13,7 @@ import math
 
 import plotly.graph_objects as go
 
-from ..core import whatif
+from ..core import round_host, whatif
 from ..core.config import GAMMA_MAX, GAMMA_MIN
 from ..core.conventions import acceptance_length_histogram, pooled_and_per_request
 from ..core.rank_analysis import TRIES_MAX, rank_analysis
@@ -144,8 +144,9 @@ def whatif_table_html(result: dict, inputs: dict, lang: str = "en") -> str:
     for r in result["table"]:
         mark = r is best
         guess = "*" if r["verify_cost_extrapolated"] else ""
+        tokens = r["acceptance_length"] if r["tokens_per_round"] is None else r["tokens_per_round"]  # the budget's cut
         rows.append(f'<tr{" class=best" if mark else ""}><td>{r["gamma"]}</td><td>{r["drafts"]}</td>'
-                    f'<td>{r["acceptance_length"]:.3f}</td><td>{r["acceptance_length"]:.3f}</td>'
+                    f'<td>{r["acceptance_length"]:.3f}</td><td>{tokens:.3f}</td>'
                     f'<td>{r["verify_cost"]:.2f}{guess}</td><td>×{r["speedup"]:.2f}{" ★" if mark else ""}</td>'
                     f'<td>×{r["speedup_thm38"]:.2f}</td></tr>')
     curve = ", ".join(f"{a:.2f}" for a in result["per_position"])
@@ -157,6 +158,9 @@ def whatif_table_html(result: dict, inputs: dict, lang: str = "en") -> str:
     measured = result.get("verify_costs")
     source += " " + (tr(lang, "wi.src_v_measured", n=len(measured), v=", ".join(f"{x:.2f}" for x in measured))
                      if measured else tr(lang, "wi.src_v_none"))
+    if result.get("max_new_tokens"):  # the run's round costs were measured (Run.round_cost)
+        source += " " + tr(lang, "wi.src_host", h=f"{result['host_cost'][0]:.2f}", f=f"{result['forward_share']:.2f}",
+                           n=result["max_new_tokens"])
     best_line = tr(lang, "wi.best", g=best["gamma"], k=best["drafts"], s=f"{best['speedup']:.2f}",
                    L=f"{best['acceptance_length']:.2f}")
     keys = (["wi.def_curve", "wi.def_length", "wi.def_tokens", "wi.def_verify", "wi.def_speedup", "wi.def_thm38"]
@@ -175,13 +179,15 @@ def depth_note_html(lang: str = "en") -> str:
 
 
 def whatif_panel(metrics: dict | None, traces: list, curve_text, cost_text, gammas_text, drafts_text,
-                 lang: str = "en", verify_costs: list[float] | None = None) -> tuple[str, go.Figure]:
+                 lang: str = "en", verify_costs: list[float] | None = None,
+                 round_cost: dict | None = None) -> tuple[str, go.Figure]:
     """(the table's HTML or a message naming the refused setting, the speedup-by-γ figure); `verify_costs`: the
-    pair's measured curve [V(1) = 1, V(2), ...] (None: not measured, every verify priced as one forward)."""
+    pair's measured curve [V(1) = 1, V(2), ...] (None: not measured, every verify priced as one forward);
+    `round_cost`: the run's host work, forward share and budget (`Run.round_cost`; None: not measured yet)."""
     try:
         inputs = whatif_inputs(metrics, traces, curve_text, cost_text, gammas_text, drafts_text, lang, verify_costs)
         result = whatif.whatif_table(inputs["curve"], inputs["cost"], inputs["gammas"], inputs["drafts"],
-                                     inputs["siblings"], verify_costs=verify_costs)
+                                     inputs["siblings"], verify_costs=verify_costs, **round_host.as_whatif(round_cost))
     except NoCurve as err:
         return f'<div class="muted">{html.escape(str(err))}</div>', empty_figure(tr(lang, "fig.empty"))
     except Refused as err:
@@ -258,5 +264,7 @@ def debug_panels_view(session: Session, curve_text, cost_text, gammas_text, draf
     run = session.run
     metrics = run.metrics() if run is not None and session.traces else None
     verify_costs = run.verify_costs() if run is not None else None
-    return (*whatif_panel(metrics, session.traces, curve_text, cost_text, gammas_text, drafts_text, lang, verify_costs),
+    round_cost = run.round_cost() if metrics is not None else None
+    return (*whatif_panel(metrics, session.traces, curve_text, cost_text, gammas_text, drafts_text, lang, verify_costs,
+                          round_cost),
             *requests_panel(session_runs(session), lang))

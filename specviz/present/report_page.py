@@ -41,12 +41,13 @@ def speedup_figure(by_gamma: dict, best: dict) -> go.Figure:
              "marker": {"symbol": "circle-open", "size": 11, "color": TARGET_COLOUR}}]
     if any(by_gamma[str(g)].get("predicted_speedup") is not None for g in gammas):
         data.append({"type": "scatter", "x": gammas, "y": _r([by_gamma[str(g)].get("predicted_speedup") for g in gammas]),
-                     "mode": "markers", "name": "predicted with the measured verify cost V(γ + 1)",
+                     "mode": "markers", "name": "predicted: measured V(γ + 1), the round's host work, the budget's cut",
                      "marker": {"symbol": "square-open", "size": 11, "color": ACCEPT_COLOUR}})
     if best.get("predicted_curve"):
         data.append({"type": "scatter", "x": list(range(1, len(best["predicted_curve"]) + 1)),
                      "y": _r(best["predicted_curve"]), "mode": "lines",
-                     "name": f"predicted with V(n) at pooled α {best['alpha']:.2f}, c {best['cost_ratio_c']:.2f}",
+                     "name": f"predicted with V(n) and the round's host work, pooled acceptance by depth, c "
+                             f"{best['cost_ratio_c']:.2f}",
                      "line": {"color": ACCEPT_COLOUR, "dash": "dash"}})
     if best.get("thm38_curve"):
         data.append({"type": "scatter", "x": list(range(1, GAMMA_MAX + 1)), "y": _r(best["thm38_curve"]), "mode": "lines",
@@ -153,7 +154,7 @@ def gamma_table(by_gamma: dict) -> str:
         f"<td>{_fmt(m.get('round_host_share'))}</td><td>{m['steps']}</td></tr>"
         for g, m in sorted(by_gamma.items(), key=lambda kv: int(kv[0])))
     return ("<table><tr><th>γ</th><th>α</th><th>tokens per target call</th><th>measured speedup ± s.e.</th>"
-            "<th>predicted (measured V)</th><th>Thm 3.8 (V = 1)</th><th>V(γ + 1) measured</th><th>V(γ + 1) in the run</th>"
+            "<th>predicted (measured V, host work, budget)</th><th>Thm 3.8 (V = 1)</th><th>V(γ + 1) measured</th><th>V(γ + 1) in the run</th>"
             f"<th>cost ratio c</th><th>round's host share</th><th>steps</th></tr>{rows}</table>")
 
 
@@ -263,7 +264,7 @@ def report_html(summary: dict, panels: list[tuple[str, list]]) -> str:
             f"{s['max_new_tokens']} new tokens; speculative and target-only alternately, same prompts and seeds.</p>")
     answer = f"<div class='answer' id='diagnosis'><b>Diagnosis.</b> {html.escape(analysis['diagnosis'])}</div>"
     if best.get("measured") is not None:
-        predicted = (f"with the measured verify costs the prediction is γ {best['predicted']} "
+        predicted = (f"with the measured verify costs and the round's host work the prediction is γ {best['predicted']} "
                      f"(×{best['predicted_speedup']:.2f}); " if best.get("predicted") else "")
         answer += (f"<p id='best-gamma'><b>Best γ {best['measured']}</b>: ×{best['speedup']:.2f} ± "
                    f"{best['speedup_stderr'] or 0:.2f} measured; {predicted}Thm 3.8, where a verify costs one "

@@ -195,6 +195,8 @@ def cmd_whatif(args) -> int:
                         cost_ratio=args.cost_ratio, draft_ms=args.draft_ms, target_ms=args.target_ms,
                         gammas=args.gammas, drafts=args.drafts, sibling_rates=args.sibling_rates,
                         extra_row_cost=args.extra_row_cost, verify_cost=args.verify_cost,
+                        host_cost=args.host_cost, forward_share=args.forward_share,
+                        max_new_tokens=args.max_new_tokens,
                         pair={k: v for k, v in (("preset", args.preset), ("draft", args.draft), ("target", args.target),
                                                 ("device", args.device)) if v})
     if args.plot:
@@ -344,6 +346,14 @@ def add_whatif(sub) -> None:
     what.add_argument("--verify-cost", metavar="V1,V2,...",
                       help="a target pass over n = 1, 2, ... positions relative to one over one (V(1) = 1), e.g. "
                            "1,1.2,1.35,1.5,1.6; default: the report's measured curve, or none (Thm 3.8's limit)")
+    what.add_argument("--host-cost", metavar="H0[,H1]",
+                      help="a round's host work (warping, the accept test, the trace) in target-only steps, h0 + h1 γ "
+                           "(e.g. 0.14,0.013); default: the report's measured line, or none")
+    what.add_argument("--forward-share", type=float, default=None,
+                      help="a one-position target pass over a target-only step (which pays its own draw), in (0, 1]; "
+                           "default: the report's, or 1")
+    what.add_argument("--max-new-tokens", type=int, default=None,
+                      help="each request's budget: its last round is cut there; default: the report's, or no cut")
     what.add_argument("--preset", choices=sorted(PRESETS), default=None,
                       help="measure the verify's cost curve V(n) on this pair here (or --draft and --target)")
     what.add_argument("--draft", help="with --target: measure V(n) on this pair (hub id or local folder)")

@@ -24,7 +24,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..core import conventions, rank_analysis, rejections, theory, tracefile, whatif
+from ..core import conventions, rank_analysis, rejections, round_host, theory, tracefile, whatif
 from ..core.config import GAMMA_AUTO, GAMMA_MAX, DecodeConfig
 from ..core.draft_length import GAMMA_MAX_DEFAULT
 from ..core.metrics import metric_set
@@ -67,14 +67,40 @@ def parse_gammas(text: str | int | list) -> list[int | str]:
     return out
 
 
-def best_gamma(by_gamma: dict, records: list, calls: list, verify_costs: list[float] | None = None) -> dict:
-    """The gamma of the highest measured speedup; the optimum predicted from the pooled alpha and c with the
-    measured verify costs V(γ + 1) (γ 1..len(verify_costs) - 1), and Thm 3.8's (V = 1) beside it."""
+def round_costs(by_gamma: dict, pooled: dict, one_pass_s: float | None, max_new_tokens: int) -> dict | None:
+    """What the report measured of a round beyond its forwards (`core.round_host`): its host work per round at
+    each gamma and the line through them (ms), the pooled target-only step, a one-position pass's share of it,
+    and the requests' budget; None: nothing timed, or no verify curve (a report from traces)."""
+    timed = {int(g): m for g, m in by_gamma.items() if m.get("target_ms") and m.get("steps")}
+    if not timed or not one_pass_s or not pooled.get("target_ms"):
+        return None
+    host_ms = {g: m["round_host_share"] * 1e3 * m["wall_s"] / m["steps"] for g, m in timed.items()}
+    line = round_host.host_line(list(host_ms), list(host_ms.values()), [m["steps"] for m in timed.values()])
+    step_ms = pooled["target_ms"]
+    return {"host_ms_by_gamma": {str(g): h for g, h in host_ms.items()}, "host_ms_line": list(line),
+            "target_only_step_ms": step_ms, "one_pass_ms": 1e3 * one_pass_s,
+            "forward_share": min(1.0, 1e3 * one_pass_s / step_ms), "max_new_tokens": max_new_tokens}
+
+
+def _host_and_share(costs: dict, gamma: int) -> tuple[float, float]:
+    """(h(gamma): the host line's ms, f: a one-position pass's ms, each over the pooled target-only step). Pooled,
+    as the line and the pass were measured across the whole report: one gamma's own step, timed in a busier or
+    quieter moment, would scale them wrongly (its c is a ratio within its own runs and needs no such care)."""
+    step_ms = costs["target_only_step_ms"]
+    return round_host.host_at(costs["host_ms_line"], gamma) / step_ms, costs["forward_share"]
+
+
+def best_gamma(by_gamma: dict, pooled: dict, verify_costs: list[float] | None = None,
+               costs: dict | None = None) -> dict:
+    """The gamma of the highest measured speedup; the optimum predicted from the pooled acceptance by depth (the
+    rate among tested drafts at each position, every gamma's rounds together), the pooled c, the measured
+    verify costs V(γ + 1), the round's host work and the requests' budget (γ 1..len(verify_costs) - 1;
+    `with_verify_cost`'s model), that from the pooled α, c and V alone (predicted_forwards_only), and Thm 3.8's
+    (V = 1) beside them."""
     timed = [m for m in by_gamma.values() if m.get("speedup") is not None]
     if not timed:
         return {"measured": None, "speedup": None, "speedup_stderr": None, "predicted": None, "thm38": None}
     best = max(timed, key=lambda m: m["speedup"])
-    pooled = metric_set(records, calls)
     alpha, c = pooled["acceptance_rate"], pooled["cost_ratio_c"]
     thm38 = theory.optimal_gamma(alpha, c, GAMMA_MAX)
     out = {"measured": best["gamma"], "speedup": best["speedup"], "speedup_stderr": best["speedup_stderr"],
@@ -83,22 +109,45 @@ def best_gamma(by_gamma: dict, records: list, calls: list, verify_costs: list[fl
            "alpha": alpha, "cost_ratio_c": c, "round_host_share": pooled["round_host_share"],
            "thm38_curve": [theory.expected_speedup(alpha, g, c) for g in range(1, GAMMA_MAX + 1)]}
     if verify_costs:
-        predicted = theory.optimal_gamma_with_verify_costs(alpha, c, verify_costs)
-        curve = [theory.speedup_with_verify_cost(alpha, g, c, verify_costs[g]) for g in range(1, len(verify_costs))]
+        gammas = list(range(1, len(verify_costs)))
+        forwards = [theory.speedup_with_verify_cost(alpha, g, c, verify_costs[g]) for g in gammas]
+        curve = forwards
+        if costs:
+            depth = whatif.unconditional_from_conditional(pooled["acceptance_by_depth"])
+            curve = [whatif.speedup(whatif.tokens_per_round_within(whatif.extend(depth, g), costs["max_new_tokens"]),
+                                    g, c, verify_cost=verify_costs[g],
+                                    **dict(zip(("host_cost", "forward_share"), _host_and_share(costs, g))))
+                     for g in gammas]
+        predicted = max(gammas, key=lambda g: (curve[g - 1], -g))
+        by_forwards = max(gammas, key=lambda g: (forwards[g - 1], -g))
         out.update(predicted=predicted, predicted_speedup=curve[predicted - 1],
                    predicted_speedup_at_measured=curve[best["gamma"] - 1] if best["gamma"] < len(verify_costs) else None,
-                   predicted_curve=curve)
+                   predicted_curve=curve, predicted_forwards_only=by_forwards,
+                   predicted_curve_forwards_only=forwards)
     return out
 
 
-def with_verify_cost(m: dict, verify_costs: list[float] | None) -> dict:
-    """A gamma's metric set with the measured V(γ + 1) and the speed-up predicted from its α, c and V beside Thm
-    3.8's (which takes V = 1); over_prediction: predicted / measured - 1."""
+def with_verify_cost(m: dict, verify_costs: list[float] | None, costs: dict | None = None) -> dict:
+    """A gamma's metric set with the measured V(γ + 1) and its predicted speed-up: tokens a round from its
+    per-position acceptance with the last round of each request cut at max_new_tokens, over γ c + f V(γ + 1) +
+    h(γ) (`core.whatif.speedup`: the round's host work h from the line through every gamma's and f a one-position
+    pass, both over the pooled target-only step); predicted_speedup_forwards_only from its α, c and V alone
+    (Eq. 1's tokens, no host work); Thm 3.8's (V = 1) is the metric set's; over_prediction: predicted / measured - 1."""
     g = m["gamma"]
     if not verify_costs or m.get("cost_ratio_c") is None or g >= len(verify_costs):
-        return {**m, "verify_cost": None, "predicted_speedup": None, "over_prediction": None}
-    predicted = theory.speedup_with_verify_cost(m["acceptance_rate"], g, m["cost_ratio_c"], verify_costs[g])
+        return {**m, "verify_cost": None, "predicted_speedup": None, "predicted_speedup_forwards_only": None,
+                "over_prediction": None}
+    forwards = theory.speedup_with_verify_cost(m["acceptance_rate"], g, m["cost_ratio_c"], verify_costs[g])
+    extra = {"predicted_tokens_per_round": None, "host_cost": None, "forward_share": None}
+    predicted = forwards
+    if costs:
+        host, share = _host_and_share(costs, g)
+        tokens = whatif.tokens_per_round_within(m["per_position_acceptance"], costs["max_new_tokens"])
+        predicted = whatif.speedup(tokens, g, m["cost_ratio_c"], verify_cost=verify_costs[g], forward_share=share,
+                                   host_cost=host)
+        extra = {"predicted_tokens_per_round": tokens, "host_cost": host, "forward_share": share}
     return {**m, "verify_cost": verify_costs[g], "predicted_speedup": predicted,
+            "predicted_speedup_forwards_only": forwards, **extra,
             "over_prediction": predicted / m["speedup"] - 1 if m.get("speedup") else None}
 
 
@@ -123,6 +172,14 @@ DEFINITIONS = {
     "per_request": "each (prompt, run) is a request: α and acceptance length pooled over its rounds and as the mean of "
                    "the requests' own figures; acceptance_length_histogram bins requests by their own length",
     "eos": "drafts after an accepted EOS are never output and count as neither drafted, tested nor accepted",
+    "predicted_speedup": "tokens a round (its per-position acceptance, each request's last round cut at max_new_tokens) "
+                         "/ (γ c + f V(γ + 1) + h(γ)): c a draft forward, V the measured verify, f a one-position pass's "
+                         "share of a target-only step, h the round's host work (round_cost's line), all in target-only "
+                         "steps; predicted_speedup_forwards_only: Eq. 1's tokens at α / (γ c + V(γ + 1)); "
+                         "predicted_speedup_thm38: V = 1",
+    "round_cost": "a round's time outside its draft and target forwards (warping, the accept test, the residual, the "
+                  "trace), measured per round at each γ and fitted as a line h0 + h1 γ in ms; one_pass_ms: a target "
+                  "pass over one position; forward_share: it over a target-only step (which pays its own draw)",
 }
 
 
@@ -133,9 +190,11 @@ def per_request_forms(requests: list[list]) -> dict:
         forms["acceptance_length_per_request"])}
 
 
-def report_whatif(by_gamma: dict, sibling_rates: list[float], verify_costs: list[float] | None = None) -> dict | None:
-    """`whatif` on the largest gamma's per-position curve, its measured cost ratio and the measured verify costs
-    (gamma 1..8), for k = 1..4 drafts with the sibling rates the rank analysis predicts (rows free: extra_row_cost 0)."""
+def report_whatif(by_gamma: dict, sibling_rates: list[float], verify_costs: list[float] | None = None,
+                  costs: dict | None = None) -> dict | None:
+    """`whatif` on the largest gamma's per-position curve, its measured cost ratio, the measured verify costs and
+    round costs (gamma 1..8), for k = 1..4 drafts with the sibling rates the rank analysis predicts (rows free:
+    extra_row_cost 0)."""
     if not by_gamma:
         return None
     largest = by_gamma[max(by_gamma, key=int)]
@@ -143,7 +202,7 @@ def report_whatif(by_gamma: dict, sibling_rates: list[float], verify_costs: list
         return None
     drafts = list(range(1, len(sibling_rates) + 2))
     result = whatif.whatif_table(largest["per_position_acceptance"], largest["cost_ratio_c"], list(range(1, 9)),
-                                 drafts, sibling_rates, verify_costs=verify_costs)
+                                 drafts, sibling_rates, verify_costs=verify_costs, **round_host.as_whatif(costs))
     return {**result, "curve_source": f"this report, γ {largest['gamma']} ({largest['steps']} rounds)"}
 
 
@@ -237,8 +296,9 @@ def run_all(pair, prompts: list[str], gammas: list[int], configs: dict, lines, p
             g_records += p_records
             g_calls += p_calls
         done.by_gamma[str(g)] = {**metric_set(g_records, g_calls), "per_request": per_request_forms(g_requests)}
-        done.pooled_records += g_records
-        done.pooled_calls += g_calls
+        if g != GAMMA_AUTO:  # the fixed gammas' rounds: what the best gamma is predicted from
+            done.pooled_records += g_records
+            done.pooled_calls += g_calls
     return done
 
 
@@ -258,8 +318,11 @@ def report_summary(done: ReportRuns, pair, settings: dict) -> dict:
     """summary.json: the best gamma, where and why the draft is rejected, in words, and every figure behind it."""
     curve = done.verify.curve() if done.verify else None  # a report from traces times no passes
     auto = done.by_gamma.get(GAMMA_AUTO)  # gamma auto's rounds: their own entry, beside the fixed gammas
-    by_gamma = {g: with_verify_cost(m, curve) for g, m in done.by_gamma.items() if g != GAMMA_AUTO}
-    best = best_gamma(by_gamma, done.pooled_records, done.pooled_calls, curve)
+    fixed = {g: m for g, m in done.by_gamma.items() if g != GAMMA_AUTO}
+    pooled = metric_set(done.pooled_records, done.pooled_calls)
+    costs = round_costs(fixed, pooled, done.verify.seconds()[0] if done.verify else None, settings["max_new_tokens"])
+    by_gamma = {g: with_verify_cost(m, curve, costs) for g, m in fixed.items()}
+    best = best_gamma(by_gamma, pooled, curve, costs)
     sweep = _mean_sweep(done.sweeps)
     analysis = rejections.analyse(done.rows)
     analysis["diagnosis"] = diagnosis.diagnosis_text(analysis, best, sweep, settings["temperature"])
@@ -272,8 +335,8 @@ def report_summary(done: ReportRuns, pair, settings: dict) -> dict:
     verify = {"curve": curve, "target_pass_ms": [1e3 * x for x in done.verify.seconds()],
               "timed_passes_per_n": len(done.verify.times[0]), "context_tokens": len(done.verify.context)} \
         if done.verify else None
-    return {"whatif": report_whatif(by_gamma, ranks["predicted_sibling_acceptance"], curve), "rank_analysis": ranks,
-            "verify_cost": verify,
+    return {"whatif": report_whatif(by_gamma, ranks["predicted_sibling_acceptance"], curve, costs),
+            "rank_analysis": ranks, "verify_cost": verify, "round_cost": costs,
             "settings": settings,
             "pair": {"name": pair.name, "draft": pair.ref.draft, "target": pair.ref.target, "device": str(pair.device),
                      "dtype": str(pair.dtype).removeprefix("torch."),

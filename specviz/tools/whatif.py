@@ -14,7 +14,7 @@ import json
 import math
 from pathlib import Path
 
-from ..core import whatif
+from ..core import round_host, whatif
 from ..core.config import DRAFTS_MAX, DRAFTS_MIN, GAMMA_MAX, GAMMA_MIN
 from ..core.verify_cost import check_verify_costs
 
@@ -53,7 +53,7 @@ def curve_from_report(folder: str) -> dict:
     measured = (summary.get("verify_cost") or {}).get("curve")
     return {"per_position": by_gamma[gamma]["per_position_acceptance"], "cost_ratio": by_gamma[gamma].get("cost_ratio_c"),
             "sibling_rates": sibling, "source": f"report {folder}, γ {gamma} ({by_gamma[gamma]['steps']} steps)",
-            "verify_costs": measured}
+            "verify_costs": measured, "round_cost": summary.get("round_cost")}
 
 
 def curve_from_metrics(sources: list[str]) -> dict:
@@ -113,6 +113,32 @@ def verify_costs_from(verify_cost: str | None, pair: dict | None, fallback: list
     return None, THM38_LIMIT
 
 
+def round_costs_from(host_cost: str | None, forward_share: float | None, max_new_tokens: int | None,
+                     report: dict | None) -> tuple[dict, str]:
+    """(whatif_table's host_cost, forward_share and max_new_tokens, where they came from): each flag given, else
+    the report's measured round_cost, else none (no host work, f = 1, no cut)."""
+    out = round_host.as_whatif(report)
+    said = []
+    if host_cost is not None:
+        try:
+            out["host_cost"] = [float(x) for x in str(host_cost).split(",") if x.strip()]
+        except ValueError:
+            raise ValueError(f"--host-cost takes one or two numbers >= 0, h0[,h1] (e.g. 0.14,0.013), "
+                             f"not {host_cost!r}") from None
+        said.append("--host-cost")
+    if forward_share is not None:
+        out["forward_share"] = forward_share
+        said.append("--forward-share")
+    if max_new_tokens is not None:
+        if max_new_tokens < 1:
+            raise ValueError(f"--max-new-tokens must be a whole number >= 1, not {max_new_tokens}")
+        out["max_new_tokens"] = max_new_tokens
+        said.append("--max-new-tokens")
+    if report:
+        said.append("measured in the report")
+    return out, ", ".join(said) or "none: no host work, a one-position pass = a target-only step, no budget cut"
+
+
 def parse_numbers(flag: str, text: str) -> list[float]:
     try:
         return [float(x) for x in str(text).split(",") if x.strip()]
@@ -124,7 +150,9 @@ def parse_numbers(flag: str, text: str) -> list[float]:
 def run_whatif(*, per_position: str | None = None, from_report: str | None = None, from_metrics: list | None = None,
                cost_ratio: float | None = None, draft_ms: float | None = None, target_ms: float | None = None,
                gammas: str = "1,2,3,4,5,6,8", drafts: str = "1", sibling_rates: str | None = None,
-               extra_row_cost: float = 0.0, verify_cost: str | None = None, pair: dict | None = None) -> dict:
+               extra_row_cost: float = 0.0, verify_cost: str | None = None, pair: dict | None = None,
+               host_cost: str | None = None, forward_share: float | None = None,
+               max_new_tokens: int | None = None) -> dict:
     if sum(x is not None and x != [] for x in (per_position, from_report, from_metrics)) != 1:
         raise ValueError("whatif takes exactly one curve: --per-position RATES, --from-report DIR or --from-metrics FILE")
     gamma_list = parse_whole_list("--gammas", gammas, GAMMA_MIN, GAMMA_MAX)
@@ -139,24 +167,36 @@ def run_whatif(*, per_position: str | None = None, from_report: str | None = Non
     c, c_source = cost_ratio_from(cost_ratio, draft_ms, target_ms, source["cost_ratio"])
     siblings = parse_rates("--sibling-rates", sibling_rates) if sibling_rates else source["sibling_rates"]
     curve, v_source = verify_costs_from(verify_cost, pair, source.get("verify_costs"), max(gamma_list) + 1)
-    result = whatif.whatif_table(source["per_position"], c, gamma_list, draft_list, siblings, extra_row_cost, curve)
+    round_costs, h_source = round_costs_from(host_cost, forward_share, max_new_tokens, source.get("round_cost"))
+    result = whatif.whatif_table(source["per_position"], c, gamma_list, draft_list, siblings, extra_row_cost, curve,
+                                 **round_costs)
     return {**result, "curve_source": source["source"], "cost_ratio_source": c_source, "verify_cost_source": v_source,
+            "round_cost_source": h_source,
             "definition": "acceptance_length: expected tokens per round, the resampled or bonus token included "
                           "(= tokens per target pass); per_position: accepted at position i / rounds (vLLM's form); "
                           "verify_cost: V(γ + 1), a target pass over γ + 1 positions / one over one (* where "
-                          "extrapolated past the measured curve); speedup: acceptance_length / (γ c + V(γ + 1)); "
+                          "extrapolated past the measured curve); host_cost: h(γ), a round's host work in "
+                          "target-only steps; tokens_per_round: acceptance_length with each request's last round cut "
+                          "at max_new_tokens; speedup: tokens_per_round (else acceptance_length) / (γ c + f V(γ + 1) "
+                          "+ h(γ)), f the forward_share; speedup_forwards_only: acceptance_length / (γ c + V(γ + 1)); "
                           "speedup_thm38: the same with V = 1, the limit where a verify costs one forward"}
 
 
 def whatif_text(result: dict) -> str:
+    h0, h1 = result["host_cost"]
+    cut = result["max_new_tokens"]
     lines = [f"curve: {result['curve_source']}; c = {result['cost_ratio_c']:.3f} ({result['cost_ratio_source']}); "
              f"verify cost V(n): {result['verify_cost_source']}",
-             "gamma  drafts  acceptance_length  tokens/target pass  V(gamma+1)  speedup  Thm 3.8 (V = 1)"]
+             f"round's host work h = {h0:.3f} + {h1:.4f} gamma target-only steps, forward share f = "
+             f"{result['forward_share']:.3f}, budget {cut if cut else 'none'} ({result['round_cost_source']})",
+             "gamma  drafts  acceptance_length  tokens/round  V(gamma+1)  h(gamma)  speedup  forwards only  "
+             "Thm 3.8 (V = 1)"]
     for r in result["table"]:
         mark = "*" if r["verify_cost_extrapolated"] else " "
-        lines.append(f"{r['gamma']:5d}  {r['drafts']:6d}  {r['acceptance_length']:17.3f}  "
-                     f"{r['acceptance_length']:18.3f}  {r['verify_cost']:9.3f}{mark}  {r['speedup']:7.3f}  "
-                     f"{r['speedup_thm38']:15.3f}")
+        tokens = r["tokens_per_round"] if r["tokens_per_round"] is not None else r["acceptance_length"]
+        lines.append(f"{r['gamma']:5d}  {r['drafts']:6d}  {r['acceptance_length']:17.3f}  {tokens:12.3f}  "
+                     f"{r['verify_cost']:9.3f}{mark}  {r['host_cost']:8.3f}  {r['speedup']:7.3f}  "
+                     f"{r['speedup_forwards_only']:13.3f}  {r['speedup_thm38']:15.3f}")
     b = result["best"]
     lines.append(f"best: gamma {b['gamma']}, drafts {b['drafts']}: x{b['speedup']:.3f} "
                  f"(acceptance length {b['acceptance_length']:.3f}; Thm 3.8's limit x{b['speedup_thm38']:.3f})")

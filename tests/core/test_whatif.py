@@ -68,8 +68,11 @@ def test_several_drafts_combine_the_first_try_and_the_sibling_rates():
 
 def test_best_row_and_table_keys():
     result = whatif.whatif_table([0.9, 0.8, 0.7], 0.2, [1, 2, 3], [1, 2], [0.3], extra_row_cost=0.5)
-    assert all(set(r) == {"gamma", "drafts", "acceptance_length", "speedup", "speedup_thm38", "verify_cost",
-                          "verify_cost_extrapolated"} for r in result["table"])
+    assert all(set(r) == {"gamma", "drafts", "acceptance_length", "tokens_per_round", "speedup",
+                          "speedup_forwards_only", "speedup_thm38", "verify_cost", "verify_cost_extrapolated",
+                          "host_cost"} for r in result["table"])
+    assert all(r["tokens_per_round"] is None and r["host_cost"] == 0 and r["speedup"] == r["speedup_forwards_only"]
+               for r in result["table"])  # nothing measured beyond the forwards: the forwards' model
     assert len(result["table"]) == 6
     assert result["best"] == max(result["table"], key=lambda r: r["speedup"])
 
@@ -151,3 +154,61 @@ def test_without_a_curve_the_table_is_thm_3_8s():
 def test_a_bad_verify_curve_is_named(bad, match):
     with pytest.raises(ValueError, match=match):
         whatif.whatif_table([0.8], 0.1, [1], verify_costs=bad)
+
+
+def simulated_requests(conditional: list[float], gamma: int, max_new_tokens: int, requests: int, seed: int) -> float:
+    """Tokens per round over seeded requests of `max_new_tokens`, each round's Bernoulli(b_i) tests drawn in bulk
+    and its tokens kept up to the budget: N / (rounds a request took, on average)."""
+    rng = np.random.default_rng(seed)
+    per_round = max_new_tokens + 1  # more rounds than any request can need (each emits at least one token)
+    kept = rng.random((requests, per_round, gamma)) < np.array(conditional[:gamma])     # [requests, rounds, gamma]
+    emitted = np.cumprod(kept, axis=2).sum(axis=2) + 1                                # [requests, rounds]
+    rounds = (np.cumsum(emitted, axis=1) < max_new_tokens).sum(axis=1) + 1            # rounds until N is reached
+    return max_new_tokens / float(rounds.mean())
+
+
+def test_the_last_round_cut_at_the_budget_agrees_with_seeded_requests():
+    """40,000 simulated requests of 48 tokens per γ (the mean rounds' relative s.e. under 0.15%), 0.5% tolerance:
+    the budget's cut costs up to 5% of the tokens a round at γ 8 (acceptance_length is that far above), so the
+    uncut length would fail where the cut one passes."""
+    conditional = [0.87, 0.85, 0.85, 0.88, 0.86, 0.84, 0.9, 0.88]
+    curve = list(itertools.accumulate(conditional, lambda a, b: a * b))
+    for gamma in (1, 4, 8):
+        simulated = simulated_requests(conditional, gamma, 48, 40_000, seed=gamma)
+        cut = whatif.tokens_per_round_within(curve[:gamma], 48)
+        assert cut == pytest.approx(simulated, rel=0.005)
+        if gamma == 8:
+            assert whatif.acceptance_length(curve, gamma) > 1.03 * simulated
+
+
+def test_the_budget_cut_by_hand():
+    assert whatif.tokens_per_round_within([1.0], 3) == pytest.approx(1.5)       # 2 + 1 kept of 2 rounds' 4
+    assert whatif.tokens_per_round_within([0.0, 0.0], 5) == pytest.approx(1.0)  # every round emits one token
+    assert whatif.tokens_per_round_within([0.5], 1) == pytest.approx(1.0)       # one token asked: one round
+    assert whatif.length_distribution([0.9, 0.63]) == pytest.approx([0.1, 0.27, 0.63])
+    with pytest.raises(ValueError, match="max_new_tokens"):
+        whatif.tokens_per_round_within([0.5], 0)
+
+
+def test_the_rounds_host_work_and_the_forwards_share_enter_the_speedup_as_written():
+    """S = L_N / (γ c + f V + h): worked by hand for γ 2, c 0.25, V(3) 1.2, f 0.95, h 0.1 + 0.02 γ, N 10."""
+    curve = [0.8, 0.6]
+    result = whatif.whatif_table(curve, 0.25, [2], verify_costs=[1.0, 1.1, 1.2], host_cost=[0.1, 0.02],
+                                 forward_share=0.95, max_new_tokens=10)
+    row = result["table"][0]
+    rounds = {0: 0.0}
+    for n in range(1, 11):  # P(L = 1, 2, 3) = 0.2, 0.2, 0.6
+        rounds[n] = 1 + 0.2 * rounds[max(0, n - 1)] + 0.2 * rounds[max(0, n - 2)] + 0.6 * rounds[max(0, n - 3)]
+    assert row["tokens_per_round"] == pytest.approx(10 / rounds[10])
+    assert row["host_cost"] == pytest.approx(0.14)
+    assert row["speedup"] == pytest.approx(10 / rounds[10] / (0.5 + 0.95 * 1.2 + 0.14))
+    assert row["speedup_forwards_only"] == pytest.approx(2.4 / (0.5 + 1.2))
+    assert row["speedup_thm38"] == pytest.approx(2.4 / 1.5)
+
+
+@pytest.mark.parametrize("host,share,match", [([-0.1], 1.0, "--host-cost"), ([0.1, 0.2, 0.3], 1.0, "--host-cost"),
+                                              ([float("nan")], 1.0, "--host-cost"), ([0.1], 0.0, "--forward-share"),
+                                              ([0.1], 1.5, "--forward-share")])
+def test_a_bad_round_cost_is_named(host, share, match):
+    with pytest.raises(ValueError, match=match):
+        whatif.whatif_table([0.8], 0.1, [1], host_cost=host, forward_share=share)

@@ -3,6 +3,7 @@ seeded simulations with planted costs; the verify's cost curve measured on a tar
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import time
 from types import SimpleNamespace
 
@@ -55,11 +56,26 @@ def test_the_book_gives_the_median_of_what_was_measured_per_pair_and_round_shape
     assert book.costs(pair, shape) is None  # nothing timed yet
     book.record(pair, shape, prefill=(100, 0.5), target_s=[0.01, 0.03, 0.02],
                 rounds=[_round(3, 0.04, 0.05), _round(5, 0.08, 0.07), _round(1, 0.04, 0.06)])
-    assert book.costs(pair, shape) == ForwardCosts(
+    measured = book.costs(pair, shape)
+    assert measured.host_s == pytest.approx(0.0, abs=1e-12)  # these rounds are their forwards and nothing else
+    assert dataclasses.replace(measured, host_s=0.0) == ForwardCosts(
         prefill_token_s=0.005, target_s=0.02, verify_s=0.06, draft_s=0.01, tokens_per_round=3)
     assert book.costs(pair, ("model", 1, 8)) is None  # another gamma is another round
     book.record(pair, ("lookup", 1, 4), target_s=[0.02], rounds=[_round(2, 0.0004, 0.05)])
     assert book.costs(pair, ("lookup", 1, 4)).draft_s == pytest.approx(0.0001)  # a drafter's own time: prompt lookup's search
+
+
+def test_a_rounds_host_work_is_booked_and_priced_for_every_round():
+    book, pair, shape = CostBook(), ("p", "cpu"), ("model", 1, 2)
+    hosted = [StepRecord(gamma=2, n_accepted=1, n_examined=2, n_emitted=2, draft_s=0.01, target_s=0.03, step_s=s)
+              for s in (0.041, 0.043, 0.042)]                              # 1, 3 and 2 ms outside the forwards
+    book.record(pair, shape, target_s=[0.02], rounds=hosted)
+    measured = book.costs(pair, shape)
+    assert measured.host_s == pytest.approx(0.002)
+    # ceil(10 / 2) = 5 rounds x (2 x 5 ms + 30 ms + 2 ms) + 10 x 20 ms
+    assert predict_race_s(0, 10, 2, measured) == pytest.approx(5 * (0.01 + 0.03 + 0.002) + 0.2)
+    book.record_verify_curve(pair, [1.0, 1.1, 1.2, 1.3, 1.4, 1.5, 1.6, 1.7], 0.02)
+    assert book.costs(pair, ("model", 1, 6)).host_s == pytest.approx(0.002)  # never timed: the drafter's other shapes'
 
 
 # ---------------------------------------------------------------- the verify's cost curve V(n)

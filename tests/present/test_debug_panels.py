@@ -27,11 +27,16 @@ def rounds(gamma: int, accepted: list[int]) -> list[Rec]:
 
 
 class StandIn:
-    """What the panels read of a ComparedRun: metrics(), traces, timings(), verify_costs()."""
+    """What the panels read of a ComparedRun: metrics(), traces, timings(), verify_costs(), round_cost()."""
 
-    def __init__(self, metrics: dict, records: list, verify_costs: list[float] | None = None):
+    def __init__(self, metrics: dict, records: list, verify_costs: list[float] | None = None,
+                 round_cost: dict | None = None):
         self._metrics, self._records, self._verify_costs = metrics, records, verify_costs
+        self._round_cost = round_cost
         self.traces = list(records)  # non-empty: the session counts it as stepped
+
+    def round_cost(self):
+        return self._round_cost
 
     def metrics(self) -> dict:
         return self._metrics
@@ -102,6 +107,29 @@ def test_the_pairs_measured_verify_costs_price_each_row_and_thm_3_8_stays_beside
     assert [g for g, r in by_gamma.items() if r[5]] == [best] == [2]  # Thm 3.8 (V = 1) would star γ 3
     assert "measured on this pair here: 1.00, 1.10, 1.30, 1.45, 1.60, 1.80" in page and "2.30*" in page
     assert any("Thm 3.8" in (trace.name or "") for trace in figure.data)
+
+
+def test_the_runs_host_work_forward_share_and_budget_price_each_row():
+    """A run measured 0.6 ms a round outside its forwards over a 3 ms target-only step (h = 0.2 at every γ), a
+    one-position pass 2.85 ms (f = 0.95) and 6-token requests: each row's tokens by R(n) = 1 + sum_k P(k) R(n - k)
+    by hand, its speed-up over γc + f V(γ + 1) + h; the source line says so."""
+    session = Session()
+    cost = {"host_ms_line": [0.6, 0.0], "target_only_step_ms": 3.0, "one_pass_ms": 2.85, "forward_share": 0.95,
+            "max_new_tokens": 6}
+    session.run = StandIn({"steps": 12, "gamma": 3, "per_position_acceptance": CURVE, "cost_ratio_c": 0.2,
+                           "warming_up": False}, rounds(3, [3] * 12), verify_costs=PLANTED_V, round_cost=cost)
+    page, _, _, _ = debug_panels_view(session, "", "", "1,2", "1", "en")
+    by_gamma = {r[0]: r for r in table_rows(page)}
+    law = {1: [0.1, 0.9], 2: [0.1, 0.18, 0.72]}  # P(a round emits 1, 2, ... tokens) from CURVE
+    for gamma, p in law.items():
+        expected = [0.0]
+        for n in range(1, 7):
+            expected.append(1 + sum(pk * expected[max(0, n - k)] for k, pk in enumerate(p, 1)))
+        tokens = 6 / expected[6]
+        _, _, length, shown_tokens, speedup, _, _, _ = by_gamma[gamma]
+        assert shown_tokens == pytest.approx(tokens, abs=5e-4) and length == pytest.approx(by_hand(gamma), abs=5e-4)
+        assert speedup == pytest.approx(tokens / (gamma * 0.2 + 0.95 * PLANTED_V[gamma] + 0.2), abs=5e-3)
+    assert "h = 0.20 of a target-only step" in page and "f = 0.95" in page and "its 6 tokens" in page
 
 
 def test_a_typed_curve_and_cost_replace_the_run():

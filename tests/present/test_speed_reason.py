@@ -95,3 +95,11 @@ def test_a_run_measures_the_pairs_verify_curve_once_its_timings_count(pair, page
     assert len(curve) == 9 and curve[0] == 1.0 and all(v > 0 for v in curve)
     assert all("Measured once for this pair" not in n for n in notes[: MIN_TIMED - 1] + notes[MIN_TIMED:])
     assert "Measured once for this pair" in notes[MIN_TIMED - 1]
+    # with the curve, the run's round costs for the what-if panel: its host work a round, the pass's share, its budget
+    records, calls = session.run.timings()
+    cost = session.run.round_cost()
+    host_ms = 1e3 * sum(r.step_s - r.draft_s - r.target_s for r in records) / len(records)
+    step_ms = 1e3 * sum(calls) / len(calls)
+    assert cost["host_ms_line"] == pytest.approx([host_ms, 0.0]) and cost["target_only_step_ms"] == pytest.approx(step_ms)
+    assert cost["forward_share"] == pytest.approx(min(1.0, cost["one_pass_ms"] / step_ms))
+    assert cost["max_new_tokens"] == 120 and cost["one_pass_ms"] > 0

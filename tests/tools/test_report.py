@@ -5,6 +5,7 @@ import csv
 import io
 import json
 
+import numpy as np
 import pytest
 
 from specviz.core.config import DecodeConfig
@@ -13,6 +14,20 @@ from specviz.core.trace import StepRecord
 from specviz.engine.decoding.decoders import SpeculativeDecoder
 from specviz.present import export
 from tests.cli_runner import run_cli
+
+
+def budget_tokens(curve: list[float], budget: int) -> float:
+    """Tokens per round of a request of `budget` tokens, its last round cut: the budget over the expected rounds
+    to absorption of the chain "tokens still to emit", solved as (I - Q) E = 1 (curve: a_1..a_γ, unconditional)."""
+    a = [1.0, *curve]
+    law = [a[k - 1] - a[k] for k in range(1, len(a))] + [a[-1]]    # P(a round emits k tokens), k = 1..γ + 1
+    q = np.zeros((budget, budget))                                  # state i: i + 1 tokens still to emit
+    for i in range(budget):
+        for k, p in enumerate(law, 1):
+            if i + 1 - k >= 1:
+                q[i, i - k] += p
+    rounds = np.linalg.solve(np.eye(budget) - q, np.ones(budget))
+    return budget / rounds[-1]
 
 
 def test_report_writes_summary_traces_and_a_self_contained_page(tmp_path):
@@ -67,17 +82,38 @@ def test_report_writes_summary_traces_and_a_self_contained_page(tmp_path):
     curve = summary["verify_cost"]["curve"]
     assert len(curve) == 9 and curve[0] == 1.0 and len(summary["verify_cost"]["target_pass_ms"]) == 9
     assert summary["verify_cost"]["timed_passes_per_n"] >= 24
+    # and the round's host work: per round at each gamma from the traces, the line through them by numpy's fit
+    cost = summary["round_cost"]
+    records = {g: [StepRecord(**x["record"]) for x in lines if x["gamma"] == g] for g in (3, 1)}
+    host_ms = {g: 1e3 * sum(r.step_s - r.draft_s - r.target_s for r in rs) / len(rs) for g, rs in records.items()}
+    slope, intercept = np.polyfit(list(host_ms), list(host_ms.values()), 1, w=np.sqrt([len(records[g]) for g in host_ms]))
+    assert cost["host_ms_line"] == pytest.approx([intercept, slope] if slope >= 0 else [cost["host_ms_line"][0], 0.0])
+    assert cost["one_pass_ms"] == pytest.approx(summary["verify_cost"]["target_pass_ms"][0])
+    assert cost["max_new_tokens"] == 16
     for gamma in (3, 1):
         m = summary["by_gamma"][str(gamma)]
         a, c, v = m["acceptance_rate"], m["cost_ratio_c"], curve[gamma]
         assert m["verify_cost"] == v
-        assert m["predicted_speedup"] == pytest.approx(sum(a ** k for k in range(gamma + 1)) / (gamma * c + v))
+        assert m["predicted_speedup_forwards_only"] == pytest.approx(sum(a ** k for k in range(gamma + 1)) / (gamma * c + v))
         assert m["predicted_speedup_thm38"] == pytest.approx(sum(a ** k for k in range(gamma + 1)) / (gamma * c + 1))
+        # the pass and the host line over the pooled target-only step (all three timed across the whole report)
+        share = min(1.0, cost["one_pass_ms"] / cost["target_only_step_ms"])
+        host = max(0.0, cost["host_ms_line"][0] + cost["host_ms_line"][1] * gamma) / cost["target_only_step_ms"]
+        tokens = budget_tokens(m["per_position_acceptance"], 16)
+        assert m["predicted_speedup"] == pytest.approx(tokens / (gamma * c + share * v + host))
     a, c = best["alpha"], best["cost_ratio_c"]
     by_hand = {g: sum(a ** k for k in range(g + 1)) / (g * c + curve[g]) for g in range(1, 9)}
-    assert best["predicted"] == max(by_hand, key=by_hand.get) and best["predicted_curve"] == pytest.approx(
-        list(by_hand.values()))
-    assert summary["whatif"]["verify_costs"] == curve
+    assert best["predicted_forwards_only"] == max(by_hand, key=by_hand.get)
+    assert best["predicted_curve_forwards_only"] == pytest.approx(list(by_hand.values()))
+    depth = np.cumprod(metric_set(records[3] + records[1])["acceptance_by_depth"])  # pooled rates among tested drafts
+    step = cost["target_only_step_ms"]
+    own = [m["target_ms"] for m in summary["by_gamma"].values()]  # pooled: between the gammas' own steps
+    assert min(own) <= step <= max(own)
+    full = {g: budget_tokens(list(depth[:g]) + [depth[-1] * (depth[-1] / depth[-2]) ** k for k in range(1, g - 2)], 16)
+            / (g * c + min(1.0, cost["one_pass_ms"] / step) * curve[g]
+               + max(0.0, cost["host_ms_line"][0] + cost["host_ms_line"][1] * g) / step) for g in range(1, 9)}
+    assert best["predicted"] == max(full, key=full.get) and best["predicted_curve"] == pytest.approx(list(full.values()))
+    assert summary["whatif"]["verify_costs"] == curve and summary["whatif"]["max_new_tokens"] == 16
     page = (tmp_path / "r" / "report.html").read_text()
     for div in ("per-request-histogram", "pooled-per-request", "conventions", "whatif"):
         assert f"id='{div}'" in page or f'id="{div}"' in page

@@ -25,8 +25,9 @@ def test_json_table_rows_and_best(capsys):
     out = run_json(capsys, "--per-position", "0.9,0.75,0.6", "--cost-ratio", "0.1", "--gammas", "1,2,3,6",
                    "--drafts", "1,2", "--sibling-rates", "0.3")
     assert [(r["gamma"], r["drafts"]) for r in out["table"]] == [(g, k) for k in (1, 2) for g in (1, 2, 3, 6)]
-    assert all(set(r) == {"gamma", "drafts", "acceptance_length", "speedup", "speedup_thm38", "verify_cost",
-                          "verify_cost_extrapolated"} for r in out["table"])
+    assert all(set(r) == {"gamma", "drafts", "acceptance_length", "tokens_per_round", "speedup",
+                          "speedup_forwards_only", "speedup_thm38", "verify_cost", "verify_cost_extrapolated",
+                          "host_cost"} for r in out["table"])
     first = out["table"][2]  # gamma 3, one draft: 1 + 0.9 + 0.75 + 0.6, over 3 c + 1
     assert first["acceptance_length"] == pytest.approx(3.25) and first["speedup"] == pytest.approx(3.25 / 1.3)
     assert out["best"] == max(out["table"], key=lambda r: r["speedup"])
@@ -58,6 +59,29 @@ def test_a_report_folder_gives_its_measured_verify_curve(capsys, tmp_path):
     out = run_json(capsys, "--from-report", str(tmp_path), "--gammas", "2")
     assert out["verify_cost_source"] == "measured in the report"
     assert out["table"][0]["speedup"] == pytest.approx(2.4 / (0.2 + 1.6))
+
+
+def test_a_report_folder_gives_its_rounds_host_work_forward_share_and_budget(capsys, tmp_path):
+    """The report's host line 0.5 + 0.05 γ ms over a 2.5 ms target-only step: h(2) = 0.24 steps; f 0.9; budget 4
+    tokens of rounds emitting 1, 2 or 3 (P 0.2, 0.2, 0.6): E[rounds] R(4) = 1 + 0.2 R(3) + 0.2 R(2) + 0.6 R(1) = 2.128
+    (R(1) = 1, R(2) = 1.2, R(3) = 1.44)."""
+    summary = {"by_gamma": {"2": {"per_position_acceptance": [0.8, 0.6], "cost_ratio_c": 0.1, "steps": 40}},
+               "verify_cost": {"curve": [1.0, 1.3, 1.6]},
+               "round_cost": {"host_ms_line": [0.5, 0.05], "target_only_step_ms": 2.5, "one_pass_ms": 2.25,
+                              "forward_share": 0.9, "max_new_tokens": 4}}
+    (tmp_path / "summary.json").write_text(json.dumps(summary), encoding="utf-8")
+    out = run_json(capsys, "--from-report", str(tmp_path), "--gammas", "2")
+    row = out["table"][0]
+    assert row["host_cost"] == pytest.approx(0.24) and row["tokens_per_round"] == pytest.approx(4 / 2.128)
+    assert row["speedup"] == pytest.approx(4 / 2.128 / (0.2 + 0.9 * 1.6 + 0.24))
+    assert row["speedup_forwards_only"] == pytest.approx(2.4 / (0.2 + 1.6))
+    assert out["round_cost_source"] == "measured in the report"
+    flags = run_json(capsys, "--from-report", str(tmp_path), "--gammas", "2", "--host-cost", "0.1",
+                     "--forward-share", "1", "--max-new-tokens", "100")  # each flag over the report's
+    assert flags["host_cost"] == [0.1, 0.0] and flags["forward_share"] == 1 and flags["max_new_tokens"] == 100
+    assert flags["round_cost_source"].startswith("--host-cost, --forward-share, --max-new-tokens")
+    assert main(["whatif", "--from-report", str(tmp_path), "--gammas", "2"]) == 0
+    assert "round's host work h = 0.200 + 0.0200 gamma" in capsys.readouterr().out
 
 
 def test_a_preset_measures_its_verify_curve_here(capsys):
@@ -101,6 +125,12 @@ def test_from_metrics_reads_vllm_per_position_counters(capsys, tmp_path):
     (["--per-position", "0.9", "--cost-ratio", "0.1", "--verify-cost", "1"], "--verify-cost"),
     (["--per-position", "0.9", "--cost-ratio", "0.1", "--verify-cost", "1,0"], "--verify-cost"),
     (["--per-position", "0.9", "--cost-ratio", "0.1", "--device", "cpu"], "--preset"),
+    (["--per-position", "0.9", "--cost-ratio", "0.1", "--host-cost", "x"], "--host-cost"),
+    (["--per-position", "0.9", "--cost-ratio", "0.1", "--host-cost", "-0.1"], "--host-cost"),
+    (["--per-position", "0.9", "--cost-ratio", "0.1", "--host-cost", "0.1,0.1,0.1"], "--host-cost"),
+    (["--per-position", "0.9", "--cost-ratio", "0.1", "--forward-share", "0"], "--forward-share"),
+    (["--per-position", "0.9", "--cost-ratio", "0.1", "--forward-share", "1.2"], "--forward-share"),
+    (["--per-position", "0.9", "--cost-ratio", "0.1", "--max-new-tokens", "0"], "--max-new-tokens"),
     (["--per-position", "0.9", "--cost-ratio", "0.1", "--verify-cost", "1,1.2", "--preset", "shakespeare"],
      "--verify-cost"),
 ])

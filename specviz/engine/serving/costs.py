@@ -6,12 +6,13 @@ then, with N = max_new_tokens, P the prompt's tokens and the measured costs
 
     prefill  P · t_prefill                  (both sides share one prefill)
     target-only  N · t_target               (one forward a token)
-    speculative  ⌈N / m⌉ · (γ · t_draft + t_verify)
+    speculative  ⌈N / m⌉ · (γ · t_draft + t_verify + t_host)
 
 where m is the tokens a round emitted on average (1, the worst case, until a round was measured), t_draft
 one draft forward of all k chains at once (a drafter with no model: its search) and t_verify one target forward over γ + 1
 positions (Leviathan, Kalman and Matias, "Fast Inference from Transformers via Speculative Decoding",
-Sec. 3.4: a round costs γ draft forwards and one target forward). A race predicted past its deadline is
+Sec. 3.4: a round costs γ draft forwards and one target forward), t_host the round's time outside its forwards
+(warping, the accept test, the trace: `core.round_host`; a target-only step's own is inside t_target). A race predicted past its deadline is
 capped to the tokens that fit, and one predicted to be long takes a heavy slot. A link's replay to step s is
 the same sum with the rounds cut at s (`predict_race_s(..., rounds=s)`).
 
@@ -49,6 +50,7 @@ class ForwardCosts:
     draft_s: float             # one draft forward of every chain at once (a drafter with no model: its search)
     tokens_per_round: float    # tokens a speculative round emitted on average (>= 1)
     verify_from_curve: bool = False  # verify_s is V(n) · target_s: this round shape was never timed
+    host_s: float = 0.0        # a round's time outside its forwards (core.round_host)
 
 
 def predict_race_s(prompt_tokens: int, max_new_tokens: int, gamma: int, costs: ForwardCosts,
@@ -61,7 +63,7 @@ def predict_race_s(prompt_tokens: int, max_new_tokens: int, gamma: int, costs: F
     rounds = needed if rounds is None else min(rounds, needed)
     tokens = min(max_new_tokens, rounds * per_round)
     return (prompt_tokens * costs.prefill_token_s + tokens * costs.target_s
-            + rounds * (gamma * costs.draft_s + costs.verify_s))
+            + rounds * (gamma * costs.draft_s + costs.verify_s + costs.host_s))
 
 
 def tokens_that_fit(prompt_tokens: int, max_new_tokens: int, gamma: int, costs: ForwardCosts, seconds: float) -> int:
@@ -120,6 +122,7 @@ class CostBook:
         self._add((*pair_key, *round_key, "verify"), [r.target_s for r in rounds])
         self._add((*pair_key, *round_key, "draft"), [r.draft_s / r.gamma for r in rounds])
         self._add((*pair_key, *round_key, "emitted"), [r.n_emitted for r in rounds])
+        self._add((*pair_key, *round_key, "host"), [max(0.0, r.step_s - r.draft_s - r.target_s) for r in rounds])
 
     def record_verify_curve(self, pair_key: tuple, curve: list[float], one_pass_s: float) -> None:
         """A measured curve [V(1) = 1, V(2), ...] and the seconds of a target pass over one position."""
@@ -131,6 +134,12 @@ class CostBook:
         with self._lock:
             measured = self._curves.get(pair_key)
         return None if measured is None else list(measured[0])
+
+    def one_pass_s(self, pair_key: tuple) -> float | None:
+        """The seconds of a target pass over one position timed with the pair's curve, or None while it never was."""
+        with self._lock:
+            measured = self._curves.get(pair_key)
+        return None if measured is None else measured[1]
 
     def costs(self, pair_key: tuple, round_key: tuple) -> ForwardCosts | None:
         """The medians measured so far, or None while a target forward or a round of this shape was never timed
@@ -153,16 +162,24 @@ class CostBook:
         draft = self._get((*pair_key, *round_key, "draft"))
         if draft is None:
             draft = self._draft_per_chain(pair_key, round_key[0]) * round_key[1]
+        host = self._get((*pair_key, *round_key, "host"))
+        if host is None:  # a shape never timed: what this drafter's rounds spent outside their forwards elsewhere
+            host = self._per_shape(pair_key, round_key[0], "host", lambda key: 1.0)
         return ForwardCosts(prefill_token_s=self._get((*pair_key, "prefill")) or 0.0, target_s=target,
                             verify_s=verify, draft_s=draft, tokens_per_round=max(emitted or 1.0, 1.0),
-                            verify_from_curve=estimated)
+                            verify_from_curve=estimated, host_s=host)
 
     def _draft_per_chain(self, pair_key: tuple, drafter: str) -> float:
         """One draft forward of one chain, from this drafter's rounds at every shape timed (0: none were)."""
+        return self._per_shape(pair_key, drafter, "draft", lambda key: key[-3])
+
+    def _per_shape(self, pair_key: tuple, drafter: str, quantity: str, per) -> float:
+        """The median of a quantity over this drafter's rounds at every shape timed, each sample divided by
+        per(its key) (0: none were)."""
         with self._lock:
-            per_chain = [s / key[-3] for key, samples in self._samples.items()
-                         if key[:-4] == pair_key and key[-4] == drafter and key[-1] == "draft" for s in samples]
-        return statistics.median(per_chain) if per_chain else 0.0
+            values = [s / per(key) for key, samples in self._samples.items()
+                      if key[:-4] == pair_key and key[-4] == drafter and key[-1] == quantity for s in samples]
+        return statistics.median(values) if values else 0.0
 
 
 COSTS = CostBook()  # process-wide: forward times of the loaded pairs, no visitor's data

@@ -314,6 +314,18 @@ class ComparedRun:
         """The pair's verify-cost curve [V(1) = 1, V(2), ...] from the cost book (None: never measured here)."""
         return costs.COSTS.verify_curve(self.pair_key) if self.pair_key else None
 
+    def round_cost(self) -> dict | None:
+        """The run's round beyond its forwards, as `core.round_host.as_whatif` reads a report's: its host work per
+        round (flat: one gamma), the target-only step, a one-position pass (the cost book's) and the budget; None
+        until both sides are timed and the pair's curve measured."""
+        one_pass = costs.COSTS.one_pass_s(self.pair_key) if self.pair_key else None
+        m = self.metrics() if one_pass else None
+        if not m or not m.get("steps") or not m.get("target_ms"):
+            return None
+        host_ms = m["round_host_share"] * 1e3 * m["wall_s"] / m["steps"]
+        return {"host_ms_line": [host_ms, 0.0], "target_only_step_ms": m["target_ms"], "one_pass_ms": 1e3 * one_pass,
+                "forward_share": min(1.0, 1e3 * one_pass / m["target_ms"]), "max_new_tokens": self.config.max_new_tokens}
+
     def measure_verify_costs(self) -> float:
         """Measure the pair's verify-cost curve where the book has none (once per pair and process, every n's passes
         holding the fair clock; the event's deadline checked between them); the seconds it took (0: nothing done, or
