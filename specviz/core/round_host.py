@@ -15,16 +15,17 @@ import math
 from collections.abc import Sequence
 
 
-def host_line(gammas: Sequence[int], host_s: Sequence[float], rounds: Sequence[int]) -> tuple[float, float]:
-    """(intercept, slope) of a round's host seconds against gamma: least squares weighted by the rounds each
-    gamma ran. One gamma, or a slope < 0 (noise: the work does not shrink with more drafts), gives the flat
-    line at the weighted mean."""
-    points = [(int(g), float(h), int(n)) for g, h, n in zip(gammas, host_s, rounds) if n > 0]
+def round_line(gammas: Sequence[int], seconds: Sequence[float], rounds: Sequence[int]) -> tuple[float, float]:
+    """(intercept, slope) of a round's seconds of one kind (its host work; its drafting, whose first forward also
+    reads the tokens the last round kept) against gamma: least squares weighted by the rounds each gamma ran.
+    One gamma, or a slope < 0 (noise: the work does not shrink with more drafts), gives the flat line at the
+    weighted mean."""
+    points = [(int(g), float(h), int(n)) for g, h, n in zip(gammas, seconds, rounds) if n > 0]
     if not points:
-        raise ValueError("host_line needs at least one gamma with rounds")
+        raise ValueError("round_line needs at least one gamma with rounds")
     for g, h, _ in points:
         if not (math.isfinite(h) and h >= 0):
-            raise ValueError(f"a round's host time is seconds >= 0, not {h!r} (gamma {g})")
+            raise ValueError(f"a round's time is seconds >= 0, not {h!r} (gamma {g})")
     total = sum(n for _, _, n in points)
     mean_g = sum(n * g for g, _, n in points) / total
     mean_h = sum(n * h for _, h, n in points) / total
@@ -35,7 +36,7 @@ def host_line(gammas: Sequence[int], host_s: Sequence[float], rounds: Sequence[i
     return mean_h - slope * mean_g, slope
 
 
-def host_at(line: Sequence[float], gamma: int) -> float:
+def line_at(line: Sequence[float], gamma: int) -> float:
     """The line's value at gamma, never below 0 (an intercept fitted below 0 meets the axis there)."""
     intercept, slope = line
     return max(0.0, intercept + slope * gamma)

@@ -68,16 +68,21 @@ def parse_gammas(text: str | int | list) -> list[int | str]:
 
 
 def round_costs(by_gamma: dict, pooled: dict, one_pass_s: float | None, max_new_tokens: int) -> dict | None:
-    """What the report measured of a round beyond its forwards (`core.round_host`): its host work per round at
-    each gamma and the line through them (ms), the pooled target-only step, a one-position pass's share of it,
-    and the requests' budget; None: nothing timed, or no verify curve (a report from traces)."""
+    """What the report measured of a round beyond one forward's price (`core.round_host`): its host work and its
+    drafting per round at each gamma and the lines through them (ms: a round's first draft forward also reads the
+    tokens the last round kept, so c = drafting / γ falls as γ grows), the pooled target-only step, a one-position
+    pass's share of it, and the requests' budget; None: nothing timed, or no verify curve (a report from traces)."""
     timed = {int(g): m for g, m in by_gamma.items() if m.get("target_ms") and m.get("steps")}
     if not timed or not one_pass_s or not pooled.get("target_ms"):
         return None
     host_ms = {g: m["round_host_share"] * 1e3 * m["wall_s"] / m["steps"] for g, m in timed.items()}
-    line = round_host.host_line(list(host_ms), list(host_ms.values()), [m["steps"] for m in timed.values()])
+    draft_ms = {g: m["draft_ms"] * g for g, m in timed.items()}  # a round's drafting: its first forward reads more
+    weights = [m["steps"] for m in timed.values()]
     step_ms = pooled["target_ms"]
-    return {"host_ms_by_gamma": {str(g): h for g, h in host_ms.items()}, "host_ms_line": list(line),
+    return {"host_ms_by_gamma": {str(g): h for g, h in host_ms.items()},
+            "host_ms_line": list(round_host.round_line(list(host_ms), list(host_ms.values()), weights)),
+            "draft_ms_by_gamma": {str(g): d for g, d in draft_ms.items()},
+            "draft_ms_line": list(round_host.round_line(list(draft_ms), list(draft_ms.values()), weights)),
             "target_only_step_ms": step_ms, "one_pass_ms": 1e3 * one_pass_s,
             "forward_share": min(1.0, 1e3 * one_pass_s / step_ms), "max_new_tokens": max_new_tokens}
 
@@ -87,16 +92,16 @@ def _host_and_share(costs: dict, gamma: int) -> tuple[float, float]:
     as the line and the pass were measured across the whole report: one gamma's own step, timed in a busier or
     quieter moment, would scale them wrongly (its c is a ratio within its own runs and needs no such care)."""
     step_ms = costs["target_only_step_ms"]
-    return round_host.host_at(costs["host_ms_line"], gamma) / step_ms, costs["forward_share"]
+    return round_host.line_at(costs["host_ms_line"], gamma) / step_ms, costs["forward_share"]
 
 
 def best_gamma(by_gamma: dict, pooled: dict, verify_costs: list[float] | None = None,
                costs: dict | None = None) -> dict:
     """The gamma of the highest measured speedup; the optimum predicted from the pooled acceptance by depth (the
-    rate among tested drafts at each position, every gamma's rounds together), the pooled c, the measured
-    verify costs V(γ + 1), the round's host work and the requests' budget (γ 1..len(verify_costs) - 1;
-    `with_verify_cost`'s model), that from the pooled α, c and V alone (predicted_forwards_only), and Thm 3.8's
-    (V = 1) beside them."""
+    rate among tested drafts at each position, every gamma's rounds together), a round's drafting and host work
+    from the lines through every gamma's, the measured verify costs V(γ + 1) and the requests' budget
+    (γ 1..len(verify_costs) - 1; `with_verify_cost`'s model), that from the pooled α, c and V alone
+    (predicted_forwards_only), and Thm 3.8's (V = 1) beside them."""
     timed = [m for m in by_gamma.values() if m.get("speedup") is not None]
     if not timed:
         return {"measured": None, "speedup": None, "speedup_stderr": None, "predicted": None, "thm38": None}
@@ -112,10 +117,11 @@ def best_gamma(by_gamma: dict, pooled: dict, verify_costs: list[float] | None = 
         gammas = list(range(1, len(verify_costs)))
         forwards = [theory.speedup_with_verify_cost(alpha, g, c, verify_costs[g]) for g in gammas]
         curve = forwards
-        if costs:
+        if costs:  # a round's drafting from the line through every gamma's: c falls with gamma (see round_costs)
             depth = whatif.unconditional_from_conditional(pooled["acceptance_by_depth"])
+            drafting = [round_host.line_at(costs["draft_ms_line"], g) / costs["target_only_step_ms"] for g in gammas]
             curve = [whatif.speedup(whatif.tokens_per_round_within(whatif.extend(depth, g), costs["max_new_tokens"]),
-                                    g, c, verify_cost=verify_costs[g],
+                                    g, drafting[g - 1] / g, verify_cost=verify_costs[g],
                                     **dict(zip(("host_cost", "forward_share"), _host_and_share(costs, g))))
                      for g in gammas]
         predicted = max(gammas, key=lambda g: (curve[g - 1], -g))

@@ -5,37 +5,37 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from specviz.core.round_host import as_whatif, host_at, host_line
+from specviz.core.round_host import as_whatif, line_at, round_line
 
 
 def test_a_planted_line_comes_back_weighted_by_the_rounds():
     gammas, rounds = [1, 2, 3, 4, 8], [300, 230, 180, 160, 116]
     host = [0.5e-3 + 0.05e-3 * g for g in gammas]
-    intercept, slope = host_line(gammas, host, rounds)
+    intercept, slope = round_line(gammas, host, rounds)
     assert (intercept, slope) == pytest.approx((0.5e-3, 0.05e-3))
 
 
 def test_it_is_weighted_least_squares():
     gammas, host, rounds = [1, 2, 5], [0.6e-3, 0.62e-3, 0.9e-3], [300, 10, 100]
     slope, intercept = np.polyfit(gammas, host, 1, w=np.sqrt(rounds))  # numpy's own fit, weights on residuals
-    assert host_line(gammas, host, rounds) == pytest.approx((intercept, slope))
+    assert round_line(gammas, host, rounds) == pytest.approx((intercept, slope))
 
 
 def test_one_gamma_or_a_falling_line_is_flat_at_the_weighted_mean():
-    assert host_line([4], [0.7e-3], [50]) == pytest.approx((0.7e-3, 0.0))
-    intercept, slope = host_line([1, 8], [0.9e-3, 0.5e-3], [100, 300])
+    assert round_line([4], [0.7e-3], [50]) == pytest.approx((0.7e-3, 0.0))
+    intercept, slope = round_line([1, 8], [0.9e-3, 0.5e-3], [100, 300])
     assert slope == 0.0 and intercept == pytest.approx((0.9e-3 * 100 + 0.5e-3 * 300) / 400)
 
 
 def test_the_line_never_goes_below_zero():
-    assert host_at((-0.2, 0.1), 1) == 0.0 and host_at((-0.2, 0.1), 4) == pytest.approx(0.2)
+    assert line_at((-0.2, 0.1), 1) == 0.0 and line_at((-0.2, 0.1), 4) == pytest.approx(0.2)
 
 
 def test_bad_times_are_refused():
     with pytest.raises(ValueError, match="seconds >= 0"):
-        host_line([1, 2], [0.1, -0.1], [5, 5])
+        round_line([1, 2], [0.1, -0.1], [5, 5])
     with pytest.raises(ValueError, match="at least one gamma"):
-        host_line([1], [0.1], [0])
+        round_line([1], [0.1], [0])
 
 
 def test_a_reports_round_cost_is_read_in_target_only_steps():

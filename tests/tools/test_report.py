@@ -16,6 +16,14 @@ from specviz.present import export
 from tests.cli_runner import run_cli
 
 
+def fitted_line(ms: dict, records: dict) -> list[float]:
+    """[intercept, slope] of ms against γ by numpy's least squares, each γ weighted by its rounds; a falling fit
+    is the flat line at the weighted mean (the work does not shrink with more drafts)."""
+    weights = [len(records[g]) for g in ms]
+    slope, intercept = np.polyfit(list(ms), list(ms.values()), 1, w=np.sqrt(weights))
+    return [intercept, slope] if slope >= 0 else [np.average(list(ms.values()), weights=weights), 0.0]
+
+
 def budget_tokens(curve: list[float], budget: int) -> float:
     """Tokens per round of a request of `budget` tokens, its last round cut: the budget over the expected rounds
     to absorption of the chain "tokens still to emit", solved as (I - Q) E = 1 (curve: a_1..a_γ, unconditional)."""
@@ -86,8 +94,7 @@ def test_report_writes_summary_traces_and_a_self_contained_page(tmp_path):
     cost = summary["round_cost"]
     records = {g: [StepRecord(**x["record"]) for x in lines if x["gamma"] == g] for g in (3, 1)}
     host_ms = {g: 1e3 * sum(r.step_s - r.draft_s - r.target_s for r in rs) / len(rs) for g, rs in records.items()}
-    slope, intercept = np.polyfit(list(host_ms), list(host_ms.values()), 1, w=np.sqrt([len(records[g]) for g in host_ms]))
-    assert cost["host_ms_line"] == pytest.approx([intercept, slope] if slope >= 0 else [cost["host_ms_line"][0], 0.0])
+    assert cost["host_ms_line"] == pytest.approx(fitted_line(host_ms, records))
     assert cost["one_pass_ms"] == pytest.approx(summary["verify_cost"]["target_pass_ms"][0])
     assert cost["max_new_tokens"] == 16
     for gamma in (3, 1):
@@ -109,9 +116,12 @@ def test_report_writes_summary_traces_and_a_self_contained_page(tmp_path):
     step = cost["target_only_step_ms"]
     own = [m["target_ms"] for m in summary["by_gamma"].values()]  # pooled: between the gammas' own steps
     assert min(own) <= step <= max(own)
+    drafting = {g: 1e3 * sum(r.draft_s for r in rs) / len(rs) for g, rs in records.items()}  # ms a round
+    assert cost["draft_ms_line"] == pytest.approx(fitted_line(drafting, records))
     full = {g: budget_tokens(list(depth[:g]) + [depth[-1] * (depth[-1] / depth[-2]) ** k for k in range(1, g - 2)], 16)
-            / (g * c + min(1.0, cost["one_pass_ms"] / step) * curve[g]
-               + max(0.0, cost["host_ms_line"][0] + cost["host_ms_line"][1] * g) / step) for g in range(1, 9)}
+            / ((max(0.0, cost["draft_ms_line"][0] + cost["draft_ms_line"][1] * g)
+                + max(0.0, cost["host_ms_line"][0] + cost["host_ms_line"][1] * g)) / step
+               + min(1.0, cost["one_pass_ms"] / step) * curve[g]) for g in range(1, 9)}
     assert best["predicted"] == max(full, key=full.get) and best["predicted_curve"] == pytest.approx(list(full.values()))
     assert summary["whatif"]["verify_costs"] == curve and summary["whatif"]["max_new_tokens"] == 16
     page = (tmp_path / "r" / "report.html").read_text()
