@@ -108,6 +108,18 @@ def length_distribution(curve: Sequence[float]) -> list[float]:
     return [a[k - 1] - a[k] for k in range(1, len(a))] + [a[-1]]
 
 
+def rounds_to_emit(curve: Sequence[float], lengths: Sequence[int]) -> list[float]:
+    """E[rounds] a request of each of `lengths` new tokens takes, its last round cut there: the renewal recursion
+    R(n) = 1 + sum_k P(L = k) R(n - k), R(n <= 0) = 0 (rounds independent, as in Leviathan et al. Sec. 3.3)."""
+    if not lengths or not all(isinstance(n, int) and not isinstance(n, bool) and n >= 1 for n in lengths):
+        raise ValueError(f"request lengths must be whole numbers >= 1, not {list(lengths)!r}")
+    law = length_distribution(curve)
+    rounds = [0.0] * (max(lengths) + 1)
+    for n in range(1, len(rounds)):
+        rounds[n] = 1.0 + sum(p * rounds[max(0, n - k)] for k, p in enumerate(law, 1))
+    return [rounds[n] for n in lengths]
+
+
 def tokens_per_round_within(curve: Sequence[float], max_new_tokens: int) -> float:
     """Tokens a round emits on average over a request of `max_new_tokens`: N / E[rounds to emit N], where the
     last round is cut at the budget (it costs a whole round and keeps what fits). `curve` is the round's
@@ -115,11 +127,7 @@ def tokens_per_round_within(curve: Sequence[float], max_new_tokens: int) -> floa
     R(n <= 0) = 0 (rounds independent, as in Leviathan et al. Sec. 3.3; an EOS before N is not modelled)."""
     if isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, int) or max_new_tokens < 1:
         raise ValueError(f"max_new_tokens must be a whole number >= 1, not {max_new_tokens!r}")
-    law = length_distribution(curve)
-    rounds = [0.0] * (max_new_tokens + 1)
-    for n in range(1, max_new_tokens + 1):
-        rounds[n] = 1.0 + sum(p * rounds[max(0, n - k)] for k, p in enumerate(law, 1))
-    return max_new_tokens / rounds[max_new_tokens]
+    return max_new_tokens / rounds_to_emit(curve, [max_new_tokens])[0]
 
 
 def with_drafts(curve: Sequence[float], gamma: int, drafts: int, sibling_rates: Sequence[float] = ()) -> list[float]:
@@ -143,6 +151,9 @@ def speedup(length: float, gamma: int, cost_ratio: float, drafts: int = 1, extra
     return length / (forwards + host_cost)
 
 
+FORWARD_SHARE_MAX = 10.0  # a pass ten times a whole step is a measurement gone wrong, not a machine
+
+
 def check_round_host(host_cost: Sequence[float], forward_share: float) -> tuple[tuple[float, float], float]:
     """(the host line (h_0, h_1) in target-only steps, h(gamma) = h_0 + h_1 gamma; the forward's share f)."""
     try:
@@ -152,29 +163,35 @@ def check_round_host(host_cost: Sequence[float], forward_share: float) -> tuple[
     if len(line) not in (1, 2) or not all(math.isfinite(x) and x >= 0 for x in line):
         raise ValueError(f"--host-cost takes one or two numbers >= 0, h0[,h1]: the round's host work in target-only "
                          f"steps, h0 + h1 gamma (e.g. 0.15 or 0.14,0.013), not {host_cost!r}")
-    if not (isinstance(forward_share, (int, float)) and math.isfinite(forward_share) and 0 < forward_share <= 1):
-        raise ValueError(f"--forward-share must be in (0, 1]: a one-position target pass over a target-only step "
-                         f"(its forward and its draw), not {forward_share!r}")
+    if not (isinstance(forward_share, (int, float)) and not isinstance(forward_share, bool)
+            and math.isfinite(forward_share) and 0 < forward_share <= FORWARD_SHARE_MAX):
+        raise ValueError(f"--forward-share must be a number in (0, {FORWARD_SHARE_MAX:g}]: a one-position target pass "
+                         f"over a target-only step (about 1; above 1 where the baseline's step runs faster than the "
+                         f"timed pass), not {forward_share!r}")
     return (line[0], line[1] if len(line) == 2 else 0.0), float(forward_share)
 
 
 def whatif_table(curve: Sequence[float], cost_ratio: float, gammas: Sequence[int], drafts: Sequence[int] = (1,),
                  sibling_rates: Sequence[float] = (), extra_row_cost: float = 0.0,
                  verify_costs: Sequence[float] | None = None, host_cost: Sequence[float] = (0.0, 0.0),
-                 forward_share: float = 1.0, max_new_tokens: int | None = None) -> dict:
+                 forward_share: float = 1.0, max_new_tokens: int | None = None,
+                 drafting: Sequence[float] | None = None) -> dict:
     """One row per (gamma, k): gamma, drafts, acceptance_length (bonus included; also the tokens per target
     pass), tokens_per_round (the same with the last round of a `max_new_tokens` request cut at the budget; None:
     not cut), verify_cost V(gamma + 1) (from `verify_costs`, [V(1) = 1, V(2), ...], extrapolated past its end as
     `core.verify_cost` says and flagged so; 1 without a curve), host_cost h(gamma) (the round's host work in
     target-only steps, h0 + h1 gamma), speedup under all of them, speedup_forwards_only (V alone: no host work, no
     cut) and speedup_thm38 (V = 1, the limit where a verify costs one forward); `best` is the row of the highest
-    speedup (ties: the smaller gamma, then k)."""
+    speedup (ties: the smaller gamma, then k). `drafting`: a round's drafting as a line d0 + d1 gamma in target-only
+    steps (a report's: c falls as gamma grows), in place of gamma c in `speedup`."""
     if not (math.isfinite(cost_ratio) and cost_ratio >= 0):
         raise ValueError(f"--cost-ratio must be a number >= 0, not {cost_ratio!r}")
     if not (math.isfinite(extra_row_cost) and extra_row_cost >= 0):
         raise ValueError(f"--extra-row-cost must be a number >= 0, not {extra_row_cost!r}")
     costs = check_verify_costs(verify_costs, "--verify-cost") if verify_costs is not None else None
     host, share = check_round_host(host_cost, forward_share)
+    if drafting is not None:
+        drafting = check_round_host(drafting, 1.0)[0]
     rows = []
     for k in drafts:
         for g in gammas:
@@ -183,15 +200,16 @@ def whatif_table(curve: Sequence[float], cost_ratio: float, gammas: Sequence[int
             tokens = tokens_per_round_within(kept, max_new_tokens) if max_new_tokens is not None else None
             v = verify_cost_at(costs, g + 1) if costs else 1.0
             h = host[0] + host[1] * g
+            c = cost_ratio if drafting is None else (drafting[0] + drafting[1] * g) / g  # a drafted token's share
             rows.append({"gamma": g, "drafts": k, "acceptance_length": length, "tokens_per_round": tokens,
                          "verify_cost": v, "verify_cost_extrapolated": bool(costs) and g + 1 > len(costs),
                          "host_cost": h,
-                         "speedup": speedup(length if tokens is None else tokens, g, cost_ratio, k, extra_row_cost, v,
-                                            share, h),
+                         "speedup": speedup(length if tokens is None else tokens, g, c, k, extra_row_cost, v, share, h),
                          "speedup_forwards_only": speedup(length, g, cost_ratio, k, extra_row_cost, v),
                          "speedup_thm38": speedup(length, g, cost_ratio, k, extra_row_cost)})
     best = max(rows, key=lambda r: (r["speedup"], -r["gamma"], -r["drafts"]))
     return {"table": rows, "best": best, "per_position": check_unconditional(curve),
             "conditional": conditional_from_unconditional(curve), "cost_ratio_c": cost_ratio,
             "extra_row_cost": extra_row_cost, "sibling_rates": list(sibling_rates), "verify_costs": costs,
-            "host_cost": list(host), "forward_share": share, "max_new_tokens": max_new_tokens}
+            "host_cost": list(host), "forward_share": share, "max_new_tokens": max_new_tokens,
+            "drafting": list(drafting) if drafting is not None else None}

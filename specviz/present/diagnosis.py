@@ -16,7 +16,7 @@ def _speed(best: dict) -> str:
               f"×{best['thm38_speedup_at_measured']:.2f} there and puts the best γ at {best['thm38']} "
               f"(×{best['thm38_speedup']:.2f}), taking a verify to cost one forward.")
     host = best.get("round_host_share")
-    priced_host = best.get("predicted_forwards_only") is not None  # the report measured the round's host work
+    priced_host = bool(best.get("priced_round"))  # the report measured the round's host work
     if best.get("predicted_speedup_at_measured") is not None:
         what = (f"the verify's measured cost (a target pass over γ + 1 positions) and the round's host work "
                 f"(warping, the accept test, the trace: {100 * (host or 0):.0f}% of a round here)"

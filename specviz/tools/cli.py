@@ -350,10 +350,10 @@ def add_whatif(sub) -> None:
                       help="a round's host work (warping, the accept test, the trace) in target-only steps, h0 + h1 γ "
                            "(e.g. 0.14,0.013); default: the report's measured line, or none")
     what.add_argument("--forward-share", type=float, default=None,
-                      help="a one-position target pass over a target-only step (which pays its own draw), in (0, 1]; "
+                      help="a one-position target pass over a target-only step (which pays its own draw): about 1, in (0, 10]; "
                            "default: the report's, or 1")
     what.add_argument("--max-new-tokens", type=int, default=None,
-                      help="each request's budget: its last round is cut there; default: the report's, or no cut")
+                      help="each request's budget (1..4096), its last round cut there; default: the report's or none")
     what.add_argument("--preset", choices=sorted(PRESETS), default=None,
                       help="measure the verify's cost curve V(n) on this pair here (or --draft and --target)")
     what.add_argument("--draft", help="with --target: measure V(n) on this pair (hub id or local folder)")

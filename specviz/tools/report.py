@@ -82,17 +82,25 @@ def round_costs(by_gamma: dict, pooled: dict, one_pass_s: float | None, max_new_
     return {"host_ms_by_gamma": {str(g): h for g, h in host_ms.items()},
             "host_ms_line": list(round_host.round_line(list(host_ms), list(host_ms.values()), weights)),
             "draft_ms_by_gamma": {str(g): d for g, d in draft_ms.items()},
-            "draft_ms_line": list(round_host.round_line(list(draft_ms), list(draft_ms.values()), weights)),
+            "draft_ms_line": list(round_host.round_line(list(draft_ms), list(draft_ms.values()), weights,
+                                                        alone="proportional")),
+            "rounds_by_gamma": {str(g): m["steps"] for g, m in timed.items()},
             "target_only_step_ms": step_ms, "one_pass_ms": 1e3 * one_pass_s,
-            "forward_share": min(1.0, 1e3 * one_pass_s / step_ms), "max_new_tokens": max_new_tokens}
+            "forward_share": 1e3 * one_pass_s / step_ms, "max_new_tokens": max_new_tokens}
 
 
-def _host_and_share(costs: dict, gamma: int) -> tuple[float, float]:
+def _host_and_share(costs: dict, gamma: int, left_out: bool = False) -> tuple[float, float]:
     """(h(gamma): the host line's ms, f: a one-position pass's ms, each over the pooled target-only step). Pooled,
     as the line and the pass were measured across the whole report: one gamma's own step, timed in a busier or
-    quieter moment, would scale them wrongly (its c is a ratio within its own runs and needs no such care)."""
+    quieter moment, would scale them wrongly (its c is a ratio within its own runs and needs no such care).
+    `left_out`: the line through the other gammas' host work (a gamma's own prediction)."""
     step_ms = costs["target_only_step_ms"]
-    return round_host.line_at(costs["host_ms_line"], gamma) / step_ms, costs["forward_share"]
+    line = costs["host_ms_line"]
+    if left_out:
+        by_gamma = costs["host_ms_by_gamma"]
+        line = round_host.line_without([int(g) for g in by_gamma], list(by_gamma.values()),
+                                       [costs["rounds_by_gamma"][g] for g in by_gamma], gamma)
+    return round_host.line_at(line, gamma) / step_ms, costs["forward_share"]
 
 
 def best_gamma(by_gamma: dict, pooled: dict, verify_costs: list[float] | None = None,
@@ -126,7 +134,7 @@ def best_gamma(by_gamma: dict, pooled: dict, verify_costs: list[float] | None = 
                      for g in gammas]
         predicted = max(gammas, key=lambda g: (curve[g - 1], -g))
         by_forwards = max(gammas, key=lambda g: (forwards[g - 1], -g))
-        out.update(predicted=predicted, predicted_speedup=curve[predicted - 1],
+        out.update(predicted=predicted, predicted_speedup=curve[predicted - 1], priced_round=bool(costs),
                    predicted_speedup_at_measured=curve[best["gamma"] - 1] if best["gamma"] < len(verify_costs) else None,
                    predicted_curve=curve, predicted_forwards_only=by_forwards,
                    predicted_curve_forwards_only=forwards)
@@ -135,9 +143,10 @@ def best_gamma(by_gamma: dict, pooled: dict, verify_costs: list[float] | None = 
 
 def with_verify_cost(m: dict, verify_costs: list[float] | None, costs: dict | None = None) -> dict:
     """A gamma's metric set with the measured V(γ + 1) and its predicted speed-up: tokens a round from its
-    per-position acceptance with the last round of each request cut at max_new_tokens, over γ c + f V(γ + 1) +
-    h(γ) (`core.whatif.speedup`: the round's host work h from the line through every gamma's and f a one-position
-    pass, both over the pooled target-only step); predicted_speedup_forwards_only from its α, c and V alone
+    per-position acceptance with the last round of each request cut at the request's length, over γ c + f V(γ + 1) +
+    h(γ) (`core.whatif.speedup`: the round's host work h from the line through the *other* gammas' and f a
+    one-position pass, both over the pooled target-only step; c and the acceptance are this gamma's own, as in
+    Thm 3.8's figure beside it); predicted_speedup_forwards_only from its α, c and V alone
     (Eq. 1's tokens, no host work); Thm 3.8's (V = 1) is the metric set's; over_prediction: predicted / measured - 1."""
     g = m["gamma"]
     if not verify_costs or m.get("cost_ratio_c") is None or g >= len(verify_costs):
@@ -147,8 +156,9 @@ def with_verify_cost(m: dict, verify_costs: list[float] | None, costs: dict | No
     extra = {"predicted_tokens_per_round": None, "host_cost": None, "forward_share": None}
     predicted = forwards
     if costs:
-        host, share = _host_and_share(costs, g)
-        tokens = whatif.tokens_per_round_within(m["per_position_acceptance"], costs["max_new_tokens"])
+        host, share = _host_and_share(costs, g, left_out=True)
+        lengths = m.get("request_tokens") or [costs["max_new_tokens"]]  # each request's own: EOS may end it early
+        tokens = sum(lengths) / sum(whatif.rounds_to_emit(m["per_position_acceptance"], lengths))
         predicted = whatif.speedup(tokens, g, m["cost_ratio_c"], verify_cost=verify_costs[g], forward_share=share,
                                    host_cost=host)
         extra = {"predicted_tokens_per_round": tokens, "host_cost": host, "forward_share": share}
@@ -301,7 +311,8 @@ def run_all(pair, prompts: list[str], gammas: list[int], configs: dict, lines, p
                 done.primary["calls"] += p_calls
             g_records += p_records
             g_calls += p_calls
-        done.by_gamma[str(g)] = {**metric_set(g_records, g_calls), "per_request": per_request_forms(g_requests)}
+        done.by_gamma[str(g)] = {**metric_set(g_records, g_calls), "per_request": per_request_forms(g_requests),
+                                 "request_tokens": [sum(r.n_emitted for r in rs) for rs in g_requests]}
         if g != GAMMA_AUTO:  # the fixed gammas' rounds: what the best gamma is predicted from
             done.pooled_records += g_records
             done.pooled_calls += g_calls

@@ -15,7 +15,7 @@ import math
 from pathlib import Path
 
 from ..core import round_host, whatif
-from ..core.config import DRAFTS_MAX, DRAFTS_MIN, GAMMA_MAX, GAMMA_MIN
+from ..core.config import DRAFTS_MAX, DRAFTS_MIN, GAMMA_MAX, GAMMA_MIN, MAX_NEW_TOKENS
 from ..core.verify_cost import check_verify_costs
 
 
@@ -130,8 +130,8 @@ def round_costs_from(host_cost: str | None, forward_share: float | None, max_new
         out["forward_share"] = forward_share
         said.append("--forward-share")
     if max_new_tokens is not None:
-        if max_new_tokens < 1:
-            raise ValueError(f"--max-new-tokens must be a whole number >= 1, not {max_new_tokens}")
+        if not 1 <= max_new_tokens <= MAX_NEW_TOKENS:
+            raise ValueError(f"--max-new-tokens must be a whole number in 1..{MAX_NEW_TOKENS}, not {max_new_tokens}")
         out["max_new_tokens"] = max_new_tokens
         said.append("--max-new-tokens")
     if report:

@@ -208,7 +208,27 @@ def test_the_rounds_host_work_and_the_forwards_share_enter_the_speedup_as_writte
 
 @pytest.mark.parametrize("host,share,match", [([-0.1], 1.0, "--host-cost"), ([0.1, 0.2, 0.3], 1.0, "--host-cost"),
                                               ([float("nan")], 1.0, "--host-cost"), ([0.1], 0.0, "--forward-share"),
-                                              ([0.1], 1.5, "--forward-share")])
+                                              ([0.1], 11.0, "--forward-share"), ([0.1], True, "--forward-share")])
 def test_a_bad_round_cost_is_named(host, share, match):
     with pytest.raises(ValueError, match=match):
         whatif.whatif_table([0.8], 0.1, [1], host_cost=host, forward_share=share)
+
+
+def test_a_pass_slower_than_the_baseline_step_is_priced_as_measured():
+    """f above 1 (the baseline's step faster than the timed pass, as with a baseline on graphs) is kept: 2.4 tokens
+    over 0.5 + 1.2 V(3) of 1.2 = 2.4 / 1.94."""
+    row = whatif.whatif_table([0.8, 0.6], 0.25, [2], verify_costs=[1.0, 1.1, 1.2], forward_share=1.2)["table"][0]
+    assert row["speedup"] == pytest.approx(2.4 / (0.5 + 1.2 * 1.2))
+
+
+def test_a_drafting_line_replaces_gamma_c():
+    """A report's drafting 0.3 + 0.1 γ target-only steps: at γ 2 the round's drafting is 0.5, not 2 c = 0.2."""
+    row = whatif.whatif_table([0.8, 0.6], 0.1, [2], drafting=[0.3, 0.1])["table"][0]
+    assert row["speedup"] == pytest.approx(2.4 / (0.5 + 1.0)) and row["speedup_forwards_only"] == pytest.approx(2.4 / 1.2)
+
+
+def test_each_requests_rounds_by_its_own_length():
+    """Rounds that always emit 2 tokens (a_1 = 1, γ 1): a 5-token request takes 3 rounds, a 4-token one 2."""
+    assert whatif.rounds_to_emit([1.0], [5, 4, 1]) == pytest.approx([3.0, 2.0, 1.0])
+    with pytest.raises(ValueError, match="request lengths"):
+        whatif.rounds_to_emit([1.0], [0])

@@ -47,7 +47,7 @@ def test_the_prediction_with_the_measured_verify_cost_is_said_and_the_gap_names_
 
 def test_a_prediction_that_prices_the_rounds_host_work_says_so_and_blames_the_moment_not_the_model():
     best = {**BEST, "predicted": 1, "predicted_speedup": 1.15, "predicted_speedup_at_measured": 1.15,
-            "predicted_forwards_only": 2, "round_host_share": 0.104}
+            "predicted_forwards_only": 2, "priced_round": True, "round_host_share": 0.104}
     text = diagnosis_text(analysis(), best, None, 1.0)
     assert "and the round's host work (warping, the accept test, the trace: 10% of a round here) the prediction is ×1.15" in text
     assert "although it prices every part of a round" in text and "bookkeeping" not in text

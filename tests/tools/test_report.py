@@ -16,12 +16,17 @@ from specviz.present import export
 from tests.cli_runner import run_cli
 
 
-def fitted_line(ms: dict, records: dict) -> list[float]:
+def fitted_line(ms: dict, records: dict, alone: str = "flat") -> list[float]:
     """[intercept, slope] of ms against γ by numpy's least squares, each γ weighted by its rounds; a falling fit
-    is the flat line at the weighted mean (the work does not shrink with more drafts)."""
+    is the flat line at the weighted mean (host work) or the line through the origin (drafting), and one whose
+    intercept falls below 0 the line through the origin (numpy's fit without a constant term)."""
     weights = [len(records[g]) for g in ms]
     slope, intercept = np.polyfit(list(ms), list(ms.values()), 1, w=np.sqrt(weights))
-    return [intercept, slope] if slope >= 0 else [np.average(list(ms.values()), weights=weights), 0.0]
+    origin = np.linalg.lstsq(np.sqrt(weights)[:, None] * np.array(list(ms), float)[:, None],
+                             np.sqrt(weights) * np.array(list(ms.values())), rcond=None)[0][0]
+    if slope < 0:
+        return [np.average(list(ms.values()), weights=weights), 0.0] if alone == "flat" else [0.0, origin]
+    return [intercept, slope] if intercept >= 0 else [0.0, origin]
 
 
 def budget_tokens(curve: list[float], budget: int) -> float:
@@ -103,10 +108,14 @@ def test_report_writes_summary_traces_and_a_self_contained_page(tmp_path):
         assert m["verify_cost"] == v
         assert m["predicted_speedup_forwards_only"] == pytest.approx(sum(a ** k for k in range(gamma + 1)) / (gamma * c + v))
         assert m["predicted_speedup_thm38"] == pytest.approx(sum(a ** k for k in range(gamma + 1)) / (gamma * c + 1))
-        # the pass and the host line over the pooled target-only step (all three timed across the whole report)
-        share = min(1.0, cost["one_pass_ms"] / cost["target_only_step_ms"])
+        # the pass and the host line over the pooled target-only step (all three timed across the whole report); the
+        # line leaves this gamma out, but with two gammas one would be left: all of them then
+        share = cost["one_pass_ms"] / cost["target_only_step_ms"]
         host = max(0.0, cost["host_ms_line"][0] + cost["host_ms_line"][1] * gamma) / cost["target_only_step_ms"]
-        tokens = budget_tokens(m["per_position_acceptance"], 16)
+        lengths = [sum(x["record"]["n_emitted"] for x in lines if x["gamma"] == gamma and x["prompt_index"] == i
+                       and x["run_index"] == r) for i in (0, 1) for r in (0, 1)]       # each request's own tokens
+        assert m["request_tokens"] == lengths
+        tokens = sum(lengths) / sum(n / budget_tokens(m["per_position_acceptance"], n) for n in lengths)
         assert m["predicted_speedup"] == pytest.approx(tokens / (gamma * c + share * v + host))
     a, c = best["alpha"], best["cost_ratio_c"]
     by_hand = {g: sum(a ** k for k in range(g + 1)) / (g * c + curve[g]) for g in range(1, 9)}
@@ -117,11 +126,11 @@ def test_report_writes_summary_traces_and_a_self_contained_page(tmp_path):
     own = [m["target_ms"] for m in summary["by_gamma"].values()]  # pooled: between the gammas' own steps
     assert min(own) <= step <= max(own)
     drafting = {g: 1e3 * sum(r.draft_s for r in rs) / len(rs) for g, rs in records.items()}  # ms a round
-    assert cost["draft_ms_line"] == pytest.approx(fitted_line(drafting, records))
+    assert cost["draft_ms_line"] == pytest.approx(fitted_line(drafting, records, alone="proportional"))
     full = {g: budget_tokens(list(depth[:g]) + [depth[-1] * (depth[-1] / depth[-2]) ** k for k in range(1, g - 2)], 16)
             / ((max(0.0, cost["draft_ms_line"][0] + cost["draft_ms_line"][1] * g)
                 + max(0.0, cost["host_ms_line"][0] + cost["host_ms_line"][1] * g)) / step
-               + min(1.0, cost["one_pass_ms"] / step) * curve[g]) for g in range(1, 9)}
+               + cost["one_pass_ms"] / step * curve[g]) for g in range(1, 9)}
     assert best["predicted"] == max(full, key=full.get) and best["predicted_curve"] == pytest.approx(list(full.values()))
     assert summary["whatif"]["verify_costs"] == curve and summary["whatif"]["max_new_tokens"] == 16
     page = (tmp_path / "r" / "report.html").read_text()

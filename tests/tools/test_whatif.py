@@ -129,8 +129,9 @@ def test_from_metrics_reads_vllm_per_position_counters(capsys, tmp_path):
     (["--per-position", "0.9", "--cost-ratio", "0.1", "--host-cost", "-0.1"], "--host-cost"),
     (["--per-position", "0.9", "--cost-ratio", "0.1", "--host-cost", "0.1,0.1,0.1"], "--host-cost"),
     (["--per-position", "0.9", "--cost-ratio", "0.1", "--forward-share", "0"], "--forward-share"),
-    (["--per-position", "0.9", "--cost-ratio", "0.1", "--forward-share", "1.2"], "--forward-share"),
+    (["--per-position", "0.9", "--cost-ratio", "0.1", "--forward-share", "11"], "--forward-share"),
     (["--per-position", "0.9", "--cost-ratio", "0.1", "--max-new-tokens", "0"], "--max-new-tokens"),
+    (["--per-position", "0.9", "--cost-ratio", "0.1", "--max-new-tokens", "1000000000"], "--max-new-tokens"),
     (["--per-position", "0.9", "--cost-ratio", "0.1", "--verify-cost", "1,1.2", "--preset", "shakespeare"],
      "--verify-cost"),
 ])
