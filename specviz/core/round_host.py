@@ -14,6 +14,8 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+from .config import MAX_NEW_TOKENS
+
 
 def round_line(gammas: Sequence[int], seconds: Sequence[float], rounds: Sequence[int], *,
                alone: str = "flat") -> tuple[float, float]:
@@ -72,3 +74,31 @@ def as_whatif(round_cost: dict | None) -> dict:
     if round_cost.get("draft_ms_line"):
         out["drafting"] = [x / step for x in round_cost["draft_ms_line"]]
     return out
+
+
+def _number(value, low: float, high: float, low_open: bool) -> bool:
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    return ok and (value > low if low_open else value >= low) and value <= high
+
+
+def check_round_cost(round_cost) -> dict | None:
+    """A report's "round_cost" as read from a file (None passes): every field `as_whatif` reads, in its range, or a
+    ValueError naming the field (a summary.json is anyone's to edit)."""
+    if round_cost is None:
+        return None
+    if not isinstance(round_cost, dict):
+        raise ValueError(f"round_cost must be an object, not {type(round_cost).__name__}")
+    for name in ("host_ms_line", "draft_ms_line"):
+        line = round_cost.get(name)
+        if name == "draft_ms_line" and line is None:
+            continue
+        if not (isinstance(line, list) and len(line) == 2 and all(_number(x, 0, 1e6, False) for x in line)):
+            raise ValueError(f"round_cost.{name} must be two numbers in 0..1e6 (ms: h0, h1), not {line!r}"[:200])
+    checks = (("target_only_step_ms", 0, 1e6, True, "a number of ms in (0, 1e6]"),
+              ("forward_share", 0, 10, True, "a number in (0, 10]"),
+              ("max_new_tokens", 1, MAX_NEW_TOKENS, False, f"a whole number in 1..{MAX_NEW_TOKENS}"))
+    for name, low, high, low_open, says in checks:
+        value = round_cost.get(name)
+        if not _number(value, low, high, low_open) or (name == "max_new_tokens" and not isinstance(value, int)):
+            raise ValueError(f"round_cost.{name} must be {says}, not {value!r}"[:200])
+    return round_cost

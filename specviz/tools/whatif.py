@@ -53,7 +53,14 @@ def curve_from_report(folder: str) -> dict:
     measured = (summary.get("verify_cost") or {}).get("curve")
     return {"per_position": by_gamma[gamma]["per_position_acceptance"], "cost_ratio": by_gamma[gamma].get("cost_ratio_c"),
             "sibling_rates": sibling, "source": f"report {folder}, γ {gamma} ({by_gamma[gamma]['steps']} steps)",
-            "verify_costs": measured, "round_cost": summary.get("round_cost")}
+            "verify_costs": measured, "round_cost": _round_cost(folder, summary.get("round_cost"))}
+
+
+def _round_cost(folder: str, round_cost) -> dict | None:
+    try:
+        return round_host.check_round_cost(round_cost)
+    except ValueError as err:
+        raise ValueError(f"--from-report {folder!r}: {err}") from None
 
 
 def curve_from_metrics(sources: list[str]) -> dict:

@@ -169,3 +169,21 @@ def test_a_gamma_4_run_predicts_the_gamma_2_acceptance_length_within_three_stand
     mean, stderr = mean_and_stderr(lengths2)
     _, predicted_stderr = mean_and_stderr([min(r.n_accepted, 2) + 1 for r in records4])
     assert abs(predicted - mean) <= 3 * math.hypot(stderr, predicted_stderr), (predicted, mean, stderr, predicted_stderr)
+
+
+@pytest.mark.parametrize("round_cost, field", [
+    ({"target_only_step_ms": 0}, "round_cost.target_only_step_ms"),
+    ({"host_ms_line": "x"}, "round_cost.host_ms_line"),
+    ({"host_ms_line": [1e308, 1e308]}, "round_cost.host_ms_line"),
+    ({"max_new_tokens": 100_000_000}, "round_cost.max_new_tokens"),   # the recursion's length: not a hang
+    ({"forward_share": "nan"}, "round_cost.forward_share"),
+    ({"draft_ms_line": [1, -1]}, "round_cost.draft_ms_line"),
+])
+def test_an_edited_reports_round_cost_is_one_error_line_naming_its_field(capsys, tmp_path, round_cost, field):
+    good = {"host_ms_line": [0.5, 0.05], "target_only_step_ms": 2.5, "forward_share": 0.9, "max_new_tokens": 48}
+    summary = {"by_gamma": {"2": {"per_position_acceptance": [0.8, 0.6], "cost_ratio_c": 0.1, "steps": 40}},
+               "verify_cost": {"curve": [1.0, 1.3, 1.6]}, "round_cost": {**good, **round_cost}}
+    (tmp_path / "summary.json").write_text(json.dumps(summary), encoding="utf-8")
+    assert main(["whatif", "--from-report", str(tmp_path), "--gammas", "2"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: --from-report") and field in err and len(err.strip().splitlines()) == 1
