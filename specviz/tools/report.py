@@ -128,10 +128,12 @@ def best_gamma(by_gamma: dict, pooled: dict, verify_costs: list[float] | None = 
         if costs:  # a round's drafting from the line through every gamma's: c falls with gamma (see round_costs)
             depth = whatif.unconditional_from_conditional(pooled["acceptance_by_depth"])
             drafting = [round_host.line_at(costs["draft_ms_line"], g) / costs["target_only_step_ms"] for g in gammas]
-            curve = [whatif.speedup(whatif.tokens_per_round_within(whatif.extend(depth, g), costs["max_new_tokens"]),
-                                    g, drafting[g - 1] / g, verify_cost=verify_costs[g],
-                                    **dict(zip(("host_cost", "forward_share"), _host_and_share(costs, g))))
-                     for g in gammas]
+            curve = []
+            for g in gammas:
+                host, share = _host_and_share(costs, g)
+                tokens = whatif.tokens_per_round_within(whatif.extend(depth, g), costs["max_new_tokens"])
+                curve.append(whatif.speedup(tokens, g, drafting[g - 1] / g, verify_cost=verify_costs[g],
+                                            forward_share=share, host_cost=host))
         predicted = max(gammas, key=lambda g: (curve[g - 1], -g))
         by_forwards = max(gammas, key=lambda g: (forwards[g - 1], -g))
         out.update(predicted=predicted, predicted_speedup=curve[predicted - 1], priced_round=bool(costs),

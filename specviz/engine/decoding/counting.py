@@ -162,11 +162,15 @@ class OpCount(TorchDispatchMode):
 
 
 @contextmanager
-def counting_ops():
-    """Yield an OpCount active for the block, paused inside the regions (`REGIONS`)."""
-    counter = OpCount()
+def _counting(counter):
+    """Yield `counter` active for the block, told when the code is inside a region (`REGIONS`)."""
     with _paused_in_regions(counter), counter:
         yield counter
+
+
+def counting_ops():
+    """An OpCount active for the block, paused inside the regions (`REGIONS`)."""
+    return _counting(OpCount())
 
 
 def _specviz_caller() -> str | None:
@@ -213,9 +217,6 @@ class CallCount(TorchFunctionMode):
         return out
 
 
-@contextmanager
 def counting_calls():
-    """Yield a CallCount active for the block."""
-    counter = CallCount()
-    with _paused_in_regions(counter), counter:
-        yield counter
+    """A CallCount active for the block."""
+    return _counting(CallCount())
