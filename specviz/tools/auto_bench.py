@@ -63,16 +63,20 @@ def _r(x):
 
 
 def _group(pair, prompts: list[str], configs: dict, seeds: range) -> dict:
-    """Every contender and the baseline on every prompt and seed, interleaved; their rows."""
+    """Every contender and the baseline on every prompt and seed, interleaved in ABBA order (the baseline then the
+    contenders on even runs, the reverse on odd ones), so that a steady drift in the machine's speed, and whichever
+    run goes just before, hit each contender alike; their rows."""
     records = {name: [] for name in configs}
     calls: list[float] = []
-    for prompt in prompts:
-        for s in seeds:
-            base = TargetOnlyDecoder(pair, prompt, dataclasses.replace(next(iter(configs.values())), seed=s))
-            base.run()
-            calls += base.call_s
-            for name, config in configs.items():
-                spec = make_decoder(pair, prompt, dataclasses.replace(config, seed=s))
+    order = [None, *configs]  # None: the target-only baseline
+    for run, (prompt, s) in enumerate((prompt, s) for prompt in prompts for s in seeds):
+        for name in order if run % 2 == 0 else order[::-1]:
+            if name is None:
+                base = TargetOnlyDecoder(pair, prompt, dataclasses.replace(next(iter(configs.values())), seed=s))
+                base.run()
+                calls += base.call_s
+            else:
+                spec = make_decoder(pair, prompt, dataclasses.replace(configs[name], seed=s))
                 spec.run()
                 records[name] += spec.records
     rows = {name: _row(recs, calls) for name, recs in records.items()}

@@ -73,3 +73,30 @@ def test_the_rule_is_measured_once_per_pair_drafter_and_temperature_band(pair, m
     assert len(measured) == 2 and dict(other.draft_length.keep).keys() == {"model"}
     fixed = DecodeConfig(gamma=3)
     assert auto_gamma.resolve(pair, fixed) is fixed and len(measured) == 2
+
+
+def test_bench_auto_runs_its_contenders_in_abba_order(pair, monkeypatch):
+    """The baseline, each fixed gamma and auto run in turn, reversed on every other (prompt, seed): no contender
+    always follows the same one, and a steady drift in the machine's speed cancels between them."""
+    from specviz.tools import auto_bench
+
+    ran = []
+
+    class Baseline(auto_bench.TargetOnlyDecoder):
+        def run(self):
+            ran.append("target-only")
+            return super().run()
+
+    def decoder(pair_, prompt, config):
+        ran.append("auto" if config.gamma_auto else str(config.gamma))
+        return real_make(pair_, prompt, config)
+
+    real_make = auto_bench.make_decoder
+    monkeypatch.setattr(auto_bench, "TargetOnlyDecoder", Baseline)
+    monkeypatch.setattr(auto_bench, "make_decoder", decoder)
+    configs = auto_bench.contenders("model", [1, 2], 3, 0.0, 4)
+    configs["auto"] = auto_gamma.resolve(pair, configs["auto"])
+    group = auto_bench._group(pair, ["ROMEO.\n", "KING.\n"], configs, range(1))
+    forward = ["target-only", "1", "2", "auto"]
+    assert ran == forward + forward[::-1]
+    assert set(group["contenders"]) == {"1", "2", "auto"} and group["best_fixed_gamma"] in {"1", "2"}

@@ -64,6 +64,8 @@ def test_a_few_steps_on_one_batch_lower_the_loss_at_both_unrolled_levels(target)
 @pytest.mark.slow  # every stage of the recipe end to end
 def test_every_stage_runs_and_the_app_loads_the_saved_draft(tmp_path):
     """generate (1 shard of 2 answers of 8 tokens), vocab, features, train (3 s), save, evaluate (1 prompt)."""
+    from safetensors.torch import load_file
+
     from specviz.engine.decoding.feature_draft import reads_features
     from specviz.engine.models import smollm2
     from specviz.engine.models.loading import load_pair
@@ -73,13 +75,22 @@ def test_every_stage_runs_and_the_app_loads_the_saved_draft(tmp_path):
     corpus.mkdir()
     (corpus / "a_play.txt").write_text("First Citizen. Before we proceed any further, hear me speak.\n" * 80)
     common = ["--work", str(work), "--out", str(out), "--threads", str(torch.get_num_threads())]
-    cli.main(["generate", *common, "--shards", "1", "--batch", "2", "--max-new", "8", "--shakespeare-tokens", "40",
-                  "--corpus", str(corpus)])
+    cli.main(["generate", *common, "--first-shard", "2", "--shards", "1", "--batch", "2", "--max-new", "8",
+              "--shakespeare-tokens", "40", "--corpus", str(corpus)])
+    assert sorted(f.name for f in (work / "data").iterdir()) == ["chat_0002.pt", "shakespeare.pt"]
     cli.main(["vocab", *common, "--vocab", "512"])
     for stage in ("features", "train", "save"):
         cli.main([stage, *common, "--minutes-train", "0.05"])
     cli.main(["evaluate", *common, "--eval-prompts", "1", "--eval-tokens", "6"])
     shared = json.loads((out / smollm2.SHARED_FILE).read_text())
+    # --init trains on from the saved folder: with no time to train, it checkpoints exactly what was saved
+    cli.main(["train", *common, "--init", str(out), "--minutes-train", "0", "--checkpoint", "again.pt"])
+    checkpoint = torch.load(work / "again.pt")
+    assert checkpoint["prior_training"] == shared["training"]  # the new draft's record says what it trained on from
+    again, saved = checkpoint["model"], load_file(str(out / "model.safetensors"))
+    assert saved and all(torch.equal(again[k], v.float()) for k, v in saved.items())
+    saved_fc = load_file(str(out / "feature_fc.safetensors"))
+    assert all(torch.equal(again[f"feature_fc.{k}"], v.float()) for k, v in saved_fc.items())
     assert shared["feature_fc"] == "feature_fc.safetensors" and shared["vocab_subset"] == "vocab_subset.safetensors"
     assert sum(f.stat().st_size for f in out.iterdir()) < 20e6
     result = json.loads((work / "eval_features.json").read_text())

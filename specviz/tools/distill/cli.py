@@ -49,6 +49,8 @@ def main(argv=None) -> None:
     parser.add_argument("--minutes-train", type=float, default=40)
     parser.add_argument("--batch", type=int, default=48, help="prompts sampled together")
     parser.add_argument("--shards", type=int, default=0, help="stop after this many batches (0: at the time budget)")
+    parser.add_argument("--first-shard", type=int, default=0,
+                        help="generate: the first batch (its prompts and seed), so two processes can share the work")
     parser.add_argument("--max-new", type=int, default=160)
     parser.add_argument("--temperatures", default="1.0,0.7,1.0,1.2")
     parser.add_argument("--top-k", type=int, default=32, help="target log-probabilities kept per position")
@@ -65,6 +67,9 @@ def main(argv=None) -> None:
     parser.add_argument("--feature-noise", type=float, default=0.1, help="features: uniform noise on the features read")
     parser.add_argument("--feature-layers", type=int, default=1, help="features: the draft's decoder layers")
     parser.add_argument("--checkpoint", default="train_features.pt", help="features: the training checkpoint under --work")
+    parser.add_argument("--init", default=None,
+                        help="features: train on from a saved draft folder (its layers, feature_fc and vocabulary) "
+                             "instead of the target's last layers")
     parser.add_argument("--unroll", type=int, default=2, help="features: levels of the draft reading its own guesses")
     parser.add_argument("--reg-weight", type=float, default=1.0, help="features: weight of the feature regression")
     args = parser.parse_args(argv)

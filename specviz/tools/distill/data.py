@@ -111,9 +111,9 @@ def generate(args) -> None:
     train_prompts = prompts("train", args.seed)
     temps = [float(t) for t in args.temperatures.split(",")]
     deadline = time.time() + 60 * args.minutes_generate
-    shard = 0
+    shard = args.first_shard
     done_tokens = sum(torch.load(f)["tokens"] for f in glob.glob(str(work / "data" / "chat_*.pt")))
-    while time.time() < deadline and not (args.shards and shard >= args.shards):
+    while time.time() < deadline and not (args.shards and shard >= args.first_shard + args.shards):
         path = work / "data" / f"chat_{shard:04d}.pt"
         if path.exists():
             shard += 1

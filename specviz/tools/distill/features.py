@@ -80,6 +80,29 @@ def make_draft(target, layers: int = 1):
     return draft
 
 
+def load_saved(target, folder: Path):
+    """A draft folder written by `save` (or shipped), as (vocabulary ids, float32 draft) to train on."""
+    from safetensors.torch import load_file
+
+    layers = json.loads((folder / "config.json").read_text())["num_hidden_layers"]
+    draft = make_draft(target, layers)
+    missing, unexpected = draft.load_state_dict({k: v.float() for k, v in load_file(str(folder / "model.safetensors")).items()},
+                                                strict=False)
+    if unexpected or any(not k.startswith(("model.embed_tokens", "lm_head", "feature_fc")) for k in missing):
+        raise SystemExit(f"{folder} is not a saved feature draft (missing {missing}, unexpected {unexpected})")
+    draft.feature_fc.load_state_dict({k: v.float() for k, v in load_file(str(folder / "feature_fc.safetensors")).items()})
+    ids = load_file(str(folder / "vocab_subset.safetensors"))["ids"].long()
+    return ids, draft
+
+
+def prior_training(init: str | None) -> dict | None:
+    """What the draft trained on from (--init) says of its own training, kept in the new draft's record."""
+    if not init:
+        return None
+    shared = Path(init) / smollm2.SHARED_FILE
+    return json.loads(shared.read_text()).get("training") if shared.exists() else {}
+
+
 def _sequences(work: Path) -> list[tuple]:
     """(token ids, features [L, H], start, top-k ids, top-k log-probs) per stored sequence with features."""
     out = []
@@ -144,8 +167,13 @@ def train(args) -> None:
     work = Path(args.work)
     torch.manual_seed(args.seed)
     target, _ = load_target(args.threads)
-    ids = torch.load(work / "vocab.pt").long()
-    draft = make_draft(target, args.feature_layers).train()
+    if args.init:  # train on from a saved draft: its vocabulary is the head's, so it is the one saved after
+        ids, draft = load_saved(target, Path(args.init))
+        torch.save(ids.to(torch.int32), work / "vocab.pt")
+        draft.train()
+    else:
+        ids = torch.load(work / "vocab.pt").long()
+        draft = make_draft(target, args.feature_layers).train()
     embed = target.get_input_embeddings()
     head_w = target.lm_head.weight[ids].detach().clone()
     index_of = torch.full((target.config.vocab_size,), -1, dtype=torch.long)
@@ -180,7 +208,8 @@ def train(args) -> None:
                 break
         epoch += 1
     own = {k: v for k, v in draft.state_dict().items() if not k.startswith(("model.embed_tokens", "lm_head"))}
-    torch.save({"model": own, "step": step, "epoch": epoch, "elapsed": time.time() - t0, "layers": args.feature_layers},
+    torch.save({"model": own, "step": step, "epoch": epoch, "elapsed": time.time() - t0,
+                "layers": draft.config.num_hidden_layers, "prior_training": prior_training(args.init)},
                work / args.checkpoint)
     log(work, f"train (features) done: {step} steps, {epoch} epochs, {(time.time() - t0) / 60:.1f} min")
 
@@ -208,7 +237,8 @@ def save(args) -> None:
         "target": "SmolLM2-135M-Instruct", "embeddings": "shared with the target",
         "vocab_subset": "vocab_subset.safetensors", "feature_fc": "feature_fc.safetensors",
         "reads": "the target's last hidden state (EAGLE, arXiv:2401.15077)", "layers_from_target": f"the last {state['layers']}",
-        "training": {"steps": state["step"], "epochs": state["epoch"], "minutes": round(state["elapsed"] / 60, 1)}},
+        "training": {"steps": state["step"], "epochs": state["epoch"], "minutes": round(state["elapsed"] / 60, 1),
+                     **({"trained_on_from": state["prior_training"]} if state.get("prior_training") is not None else {})}},
         indent=1) + "\n")
     log(work, f"saved {out}: {sum(f.stat().st_size for f in out.iterdir()) / 1e6:.1f} MB")
 
