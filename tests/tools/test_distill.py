@@ -103,3 +103,13 @@ def test_passages_without_a_corpus_are_refused_by_name(tmp_path, capsys):
     with pytest.raises(SystemExit) as exit_:
         cli.main(["generate", "--work", str(tmp_path), "--shakespeare-tokens", "40"])
     assert exit_.value.code == 2 and "--corpus" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("args, flag", [(["generate", "--first-shard", "-1"], "--first-shard"),
+                                        (["train", "--init", "no-such-folder"], "--init"),
+                                        (["train", "--draft", "layers", "--init", "."], "--init")])
+def test_a_bad_first_shard_or_init_folder_is_refused_by_name(tmp_path, capsys, args, flag):
+    with pytest.raises(SystemExit) as exit_:
+        cli.main([*args, "--work", str(tmp_path), "--shakespeare-tokens", "0"])
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2 and flag in err.splitlines()[-1]

@@ -82,6 +82,13 @@ def main(argv=None) -> None:
                   "evaluate": layers.evaluate}
     if args.stage not in stages and args.stage != "all":
         parser.error(f"the {args.stage} stage belongs to --draft features")
+    if args.first_shard < 0:
+        parser.error(f"--first-shard is a batch number >= 0, not {args.first_shard}")
+    if args.init is not None and (args.draft != "features" or not all(
+            (Path(args.init) / name).is_file() for name in ("config.json", "model.safetensors", "feature_fc.safetensors",
+                                                            "vocab_subset.safetensors"))):
+        parser.error(f"--init takes a saved feature draft's folder (config.json, model.safetensors, "
+                     f"feature_fc.safetensors, vocab_subset.safetensors) with --draft features: {args.init!r} is not one")
     if args.stage in ("generate", "all") and args.shakespeare_tokens and not args.corpus:
         parser.error("--shakespeare-tokens needs --corpus DIR (python -m specviz corpus --out DIR), or 0")
     for stage in stages if args.stage == "all" else (args.stage,):
