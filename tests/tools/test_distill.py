@@ -113,3 +113,14 @@ def test_a_bad_first_shard_or_init_folder_is_refused_by_name(tmp_path, capsys, a
         cli.main([*args, "--work", str(tmp_path), "--shakespeare-tokens", "0"])
     err = capsys.readouterr().err
     assert exit_.value.code == 2 and flag in err.splitlines()[-1]
+
+
+def test_an_init_folder_of_other_files_is_refused_in_one_line(tmp_path, capsys):
+    folder = tmp_path / "fake"
+    folder.mkdir()
+    for name in ("config.json", "model.safetensors", "feature_fc.safetensors", "vocab_subset.safetensors"):
+        (folder / name).write_text("not a draft")
+    with pytest.raises(SystemExit) as exit_:
+        cli.main(["train", "--init", str(folder), "--work", str(tmp_path / "work"), "--minutes-train", "0"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert exit_.value.code == 2 and "--init" in err[-1] and "not a saved feature draft" in err[-1]

@@ -34,6 +34,19 @@ from .data import generate, vocab
 DEFAULT_OUT = Path(__file__).resolve().parents[3] / "assets" / "models" / "smollm2-draft"
 
 
+def _check(parser: argparse.ArgumentParser, args) -> None:
+    """Flags that argparse's types cannot check alone: one error line naming the flag, exit 2."""
+    if args.first_shard < 0:
+        parser.error(f"--first-shard is a batch number >= 0, not {args.first_shard}")
+    if args.init is not None and (args.draft != "features" or not all(
+            (Path(args.init) / name).is_file() for name in ("config.json", "model.safetensors", "feature_fc.safetensors",
+                                                            "vocab_subset.safetensors"))):
+        parser.error(f"--init takes a saved feature draft's folder (config.json, model.safetensors, "
+                     f"feature_fc.safetensors, vocab_subset.safetensors) with --draft features: {args.init!r} is not one")
+    if args.stage in ("generate", "all") and args.shakespeare_tokens and not args.corpus:
+        parser.error("--shakespeare-tokens needs --corpus DIR (python -m specviz corpus --out DIR), or 0")
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(prog="python -m specviz.tools.distill", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -82,17 +95,12 @@ def main(argv=None) -> None:
                   "evaluate": layers.evaluate}
     if args.stage not in stages and args.stage != "all":
         parser.error(f"the {args.stage} stage belongs to --draft features")
-    if args.first_shard < 0:
-        parser.error(f"--first-shard is a batch number >= 0, not {args.first_shard}")
-    if args.init is not None and (args.draft != "features" or not all(
-            (Path(args.init) / name).is_file() for name in ("config.json", "model.safetensors", "feature_fc.safetensors",
-                                                            "vocab_subset.safetensors"))):
-        parser.error(f"--init takes a saved feature draft's folder (config.json, model.safetensors, "
-                     f"feature_fc.safetensors, vocab_subset.safetensors) with --draft features: {args.init!r} is not one")
-    if args.stage in ("generate", "all") and args.shakespeare_tokens and not args.corpus:
-        parser.error("--shakespeare-tokens needs --corpus DIR (python -m specviz corpus --out DIR), or 0")
+    _check(parser, args)
     for stage in stages if args.stage == "all" else (args.stage,):
-        stages[stage](args)
+        try:
+            stages[stage](args)
+        except features.NotASavedDraft as error:
+            parser.error(str(error).splitlines()[0])
 
 
 if __name__ == "__main__":

@@ -80,18 +80,24 @@ def make_draft(target, layers: int = 1):
     return draft
 
 
+class NotASavedDraft(ValueError):
+    """--init names a folder that `save` did not write (the command line says so in one line)."""
+
+
 def load_saved(target, folder: Path):
     """A draft folder written by `save` (or shipped), as (vocabulary ids, float32 draft) to train on."""
     from safetensors.torch import load_file
 
-    layers = json.loads((folder / "config.json").read_text())["num_hidden_layers"]
-    draft = make_draft(target, layers)
-    missing, unexpected = draft.load_state_dict({k: v.float() for k, v in load_file(str(folder / "model.safetensors")).items()},
-                                                strict=False)
+    try:
+        draft = make_draft(target, json.loads((folder / "config.json").read_text())["num_hidden_layers"])
+        missing, unexpected = draft.load_state_dict(
+            {k: v.float() for k, v in load_file(str(folder / "model.safetensors")).items()}, strict=False)
+        draft.feature_fc.load_state_dict({k: v.float() for k, v in load_file(str(folder / "feature_fc.safetensors")).items()})
+        ids = load_file(str(folder / "vocab_subset.safetensors"))["ids"].long()
+    except Exception as error:  # a folder of other files: json, safetensors and torch each fail their own way
+        raise NotASavedDraft(f"--init {folder} is not a saved feature draft: {error}") from error
     if unexpected or any(not k.startswith(("model.embed_tokens", "lm_head", "feature_fc")) for k in missing):
-        raise SystemExit(f"{folder} is not a saved feature draft (missing {missing}, unexpected {unexpected})")
-    draft.feature_fc.load_state_dict({k: v.float() for k, v in load_file(str(folder / "feature_fc.safetensors")).items()})
-    ids = load_file(str(folder / "vocab_subset.safetensors"))["ids"].long()
+        raise NotASavedDraft(f"--init {folder} is not a saved feature draft (missing {missing}, unexpected {unexpected})")
     return ids, draft
 
 
