@@ -46,6 +46,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+from .round_host import line_at
 from .verify_cost import check_verify_costs, verify_cost_at
 
 
@@ -199,8 +200,8 @@ def whatif_table(curve: Sequence[float], cost_ratio: float, gammas: Sequence[int
             length = 1.0 + sum(kept)
             tokens = tokens_per_round_within(kept, max_new_tokens) if max_new_tokens is not None else None
             v = verify_cost_at(costs, g + 1) if costs else 1.0
-            h = host[0] + host[1] * g
-            c = cost_ratio if drafting is None else (drafting[0] + drafting[1] * g) / g  # a drafted token's share
+            h = line_at(host, g)
+            c = cost_ratio if drafting is None else line_at(drafting, g) / g  # a drafted token's share
             rows.append({"gamma": g, "drafts": k, "acceptance_length": length, "tokens_per_round": tokens,
                          "verify_cost": v, "verify_cost_extrapolated": bool(costs) and g + 1 > len(costs),
                          "host_cost": h,
