@@ -10,7 +10,7 @@ Pure: token ids in, a proposal out.
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 import torch
@@ -30,12 +30,14 @@ class LookupProposal:
 
 
 def propose(context: Sequence[int], gamma: int, max_ngram: int, min_ngram: int = 1,
-            searchable: int | None = None) -> LookupProposal:
+            searchable: int | None = None, never: Collection[int] = ()) -> LookupProposal:
     """Up to `gamma` tokens that followed the latest earlier occurrence of the last n tokens of `context`,
     n = max_ngram, ..., min_ngram (the first n with a match wins). A match near the end proposes only the
     tokens that exist after it (fewer than gamma). `searchable`: only occurrences whose continuation starts
-    inside context[:searchable] count, and the copy stops there (the prompt, for "look in the prompt only")."""
-    context = list(context)
+    inside context[:searchable] count, and the copy stops there (the prompt, for "look in the prompt only").
+    `never`: tokens never copied (a chat template's control tokens, such as <|im_start|>, which follow its
+    newlines): a match whose continuation starts with one is passed over, and a copy stops before one."""
+    context, never = list(context), set(never)
     length = len(context)
     limit = length if searchable is None else min(searchable, length)
     for n in range(min(max_ngram, length - 1), max(min_ngram, 1) - 1, -1):
@@ -43,8 +45,10 @@ def propose(context: Sequence[int], gamma: int, max_ngram: int, min_ngram: int =
         # where the continuation would start, latest first; it must hold a token (start < limit <= length,
         # which also skips the tail itself, whose continuation would start at `length`)
         for start in range(limit - 1, n - 1, -1):
-            if context[start - n:start] == tail:
-                return LookupProposal(tokens=context[start:min(start + gamma, limit)], start=start, ngram=n)
+            if context[start - n:start] == tail and context[start] not in never:
+                end = min(start + gamma, limit)
+                end = next((i for i in range(start, end) if context[i] in never), end)
+                return LookupProposal(tokens=context[start:end], start=start, ngram=n)
     return LookupProposal(tokens=[])
 
 

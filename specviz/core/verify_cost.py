@@ -15,6 +15,8 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+VERIFY_COST_MAX = 100.0  # a pass over 17 positions (gamma 16) a hundred times one over one is a timing gone wrong
+
 
 def check_verify_costs(values: Sequence[float], name: str = "verify_costs") -> list[float]:
     """[V(1), V(2), ...]: at least two numbers, all finite and > 0, the first exactly 1 (each is relative to it)."""
@@ -26,8 +28,8 @@ def check_verify_costs(values: Sequence[float], name: str = "verify_costs") -> l
     if len(out) < 2:
         raise ValueError(f"{name} needs V(1) = 1 and at least V(2), e.g. 1,1.1,1.2; got {len(out)} value(s)")
     for n, v in enumerate(out, 1):
-        if not (math.isfinite(v) and v > 0):
-            raise ValueError(f"{name}: V({n}) must be a number > 0, not {v!r}")
+        if not (math.isfinite(v) and 0 < v <= VERIFY_COST_MAX):
+            raise ValueError(f"{name}: V({n}) must be a number in (0, {VERIFY_COST_MAX:g}], not {v!r}")
     if out[0] != 1.0:
         raise ValueError(f"{name} starts at V(1) = 1 (each value is a pass over n positions relative to a pass "
                          f"over one), not {out[0]:g}")

@@ -49,7 +49,12 @@ def warp(logits: torch.Tensor, temperature: float = 1.0, top_k: int | None = Non
     if temperature == 0:
         return torch.nn.functional.one_hot(scores.argmax(-1), scores.shape[-1]).to(scores.dtype)
     if temperature != 1.0:
-        scores = scores / temperature
+        # shifted by the row's maximum first (softmax is unchanged by a shift): a temperature as small as 1e-40
+        # would take a logit of 5 past float32's largest number, inf - inf then making the softmax NaN; shifted,
+        # every score is <= 0 and a tiny temperature gives the argmax's one-hot limit, ties sharing it (a
+        # temperature below float32's smallest, 1e-45, is 0 there: the maxima, 0 / 0, stay 0)
+        shifted = scores - scores.amax(-1, keepdim=True)                     # [..., V], <= 0
+        scores = torch.where(shifted == 0, shifted, shifted / temperature)
     if top_k:
         scores = _top_k(scores, int(top_k))
     if top_p is not None and top_p < 1.0:

@@ -153,6 +153,7 @@ def speedup(length: float, gamma: int, cost_ratio: float, drafts: int = 1, extra
 
 
 FORWARD_SHARE_MAX = 10.0  # a pass ten times a whole step is a measurement gone wrong, not a machine
+HOST_COST_MAX = 100.0     # so is a round's host work of a hundred target-only steps
 
 
 def check_round_host(host_cost: Sequence[float], forward_share: float) -> tuple[tuple[float, float], float]:
@@ -161,8 +162,9 @@ def check_round_host(host_cost: Sequence[float], forward_share: float) -> tuple[
         line = tuple(float(x) for x in host_cost)
     except (TypeError, ValueError):
         line = ()
-    if len(line) not in (1, 2) or not all(math.isfinite(x) and x >= 0 for x in line):
-        raise ValueError(f"--host-cost takes one or two numbers >= 0, h0[,h1]: the round's host work in target-only "
+    if len(line) not in (1, 2) or not all(math.isfinite(x) and 0 <= x <= HOST_COST_MAX for x in line):
+        raise ValueError(f"--host-cost takes one or two numbers in [0, {HOST_COST_MAX:g}], h0[,h1]: the round's host "
+                         f"work in target-only "
                          f"steps, h0 + h1 gamma (e.g. 0.15 or 0.14,0.013), not {host_cost!r}")
     if not (isinstance(forward_share, (int, float)) and not isinstance(forward_share, bool)
             and math.isfinite(forward_share) and 0 < forward_share <= FORWARD_SHARE_MAX):

@@ -170,6 +170,12 @@ def stop_note(trace: StepTrace, lang: str) -> str:
               "token": f"<code>{_esc(last.draft_text)}</code>" if last is not None else "",
               "s": num(stop.confidences[-1]) if stop.confidences else "", "a": num(stop.keep[-1]) if stop.keep else "",
               "P": num(stop.survival), "needed": num(stop.needed) if stop.needed is not None else ""}
-    key = f"stop.{stop.reason}" + ("_lookup" if stop.source == PromptLookup.kind and stop.reason == "doubt" else "")
+    copied = stop.source == PromptLookup.kind
+    if stop.reason == "doubt" and stop.needed is not None and stop.needed >= 1:  # no chance could reach it: costs stop
+        key = "stop.never" + ("_lookup" if copied else "")
+    elif stop.reason == "doubt":
+        key = "stop.doubt" + ("_lookup" if copied else "") + ("_one" if stop.drafted == 1 else "")
+    else:
+        key = f"stop.{stop.reason}"
     text = tr(lang, key, **values)
     return f'<div class="phase draft-stop" data-phase="draft" data-stop="{stop.reason}">{text}</div>'

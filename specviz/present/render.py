@@ -221,7 +221,7 @@ def step_card(trace: StepTrace | None, notation: str = "leviathan", total_steps:
 
 def _auto(trace: StepTrace, lang: str) -> str:
     """' (auto, at most 8)' after γ where the round's length adapted (core.draft_length); '' for a fixed gamma."""
-    return f" ({tr(lang, 'card.gamma_auto', cap=trace.draft_stop.gamma_max)})" if trace.draft_stop else ""
+    return tr(lang, "card.gamma_auto", cap=trace.draft_stop.gamma_max) if trace.draft_stop else ""
 
 
 def round_summary(trace: StepTrace | None, notation: str = "leviathan", lang: str = "en") -> str:
@@ -234,7 +234,10 @@ def round_summary(trace: StepTrace | None, notation: str = "leviathan", lang: st
     kept = (view_for(trace.source.kind).nothing_proposed(trace, lang) if not trace.positions
             else tr(lang, "sum.kept_all", n=trace.step, g=trace.gamma) if trace.n_accepted == trace.gamma
             else tr(lang, "sum.kept", n=trace.step, g=trace.gamma, k=trace.n_accepted))
-    if c.kind == "bonus":
+    cut = trace.emitted and len(trace.emitted) < trace.n_accepted + 1  # an accepted end-of-text (or the budget) cut it
+    if cut and trace.emitted[-1].kind == "accepted":
+        how = tr(lang, "sum.ended", token=f"<code>{_esc(trace.emitted[-1].text)}</code>")
+    elif c.kind == "bonus":
         how = tr(lang, "sum.bonus", token=token)
     elif trace.greedy:
         how = tr(lang, "sum.resampled_greedy", token=token, pos=c.position + 1)

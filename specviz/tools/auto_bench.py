@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 
 import torch
 
@@ -67,6 +68,7 @@ def _group(pair, prompts: list[str], configs: dict, seeds: range) -> dict:
     contenders on even runs, the reverse on odd ones), so that a steady drift in the machine's speed, and whichever
     run goes just before, hit each contender alike; their rows."""
     records = {name: [] for name in configs}
+    runs = {name: [] for name in configs}  # per (prompt, seed): (tokens, seconds) of each contender
     calls: list[float] = []
     order = [None, *configs]  # None: the target-only baseline
     for run, (prompt, s) in enumerate((prompt, s) for prompt in prompts for s in seeds):
@@ -79,12 +81,28 @@ def _group(pair, prompts: list[str], configs: dict, seeds: range) -> dict:
                 spec = make_decoder(pair, prompt, dataclasses.replace(configs[name], seed=s))
                 spec.run()
                 records[name] += spec.records
+                runs[name].append((sum(r.n_emitted for r in spec.records), sum(r.step_s for r in spec.records)))
     rows = {name: _row(recs, calls) for name, recs in records.items()}
     fixed = {name: row for name, row in rows.items() if name != GAMMA_AUTO}
     best = max(fixed, key=lambda name: fixed[name]["speedup_vs_target_only"]) if fixed else None
+    paired = paired_ratio(runs[GAMMA_AUTO], runs[best]) if best else None
     return {"tokens_per_s_target_only": round(len(calls) / sum(calls), 1), "contenders": rows, "best_fixed_gamma": best,
             "auto_over_best_fixed": round(rows[GAMMA_AUTO]["speedup_vs_target_only"] /
-                                          fixed[best]["speedup_vs_target_only"], 3) if best else None}
+                                          fixed[best]["speedup_vs_target_only"], 3) if best else None,
+            "auto_over_best_fixed_paired": paired}
+
+
+def paired_ratio(runs_a: list[tuple[int, float]], runs_b: list[tuple[int, float]]) -> dict | None:
+    """A's speed over B's, run by run: both ran the same prompt and seed back to back (`_group`), so the
+    machine's drift between runs cancels. The geometric mean of the per-run ratios of tokens per second and its
+    standard error (over the runs' log ratios, exponentiated); `runs`: how many pairs. None with fewer than 2."""
+    logs = [math.log((ta / sa) / (tb / sb)) for (ta, sa), (tb, sb) in zip(runs_a, runs_b) if sa > 0 and sb > 0
+            and ta > 0 and tb > 0]
+    if len(logs) < 2:
+        return None
+    mean = sum(logs) / len(logs)
+    stderr = math.sqrt(sum((x - mean) ** 2 for x in logs) / (len(logs) - 1) / len(logs))
+    return {"ratio": round(math.exp(mean), 4), "stderr": round(math.exp(mean) * stderr, 4), "runs": len(logs)}
 
 
 def run_auto_bench(preset=None, draft=None, target=None, device=None, drafter: str = "model",
@@ -120,8 +138,11 @@ def auto_bench_text(result: dict) -> str:
         for name, group in by_t["groups"].items():
             shown = "  ".join(f"γ {k}: x{row['speedup_vs_target_only']:.3f} (drafts {row['mean_drafted']:.2f})"
                               for k, row in group["contenders"].items())
+            paired = group.get("auto_over_best_fixed_paired")
+            pairs = (f" (run by run: x{paired['ratio']:.3f} ± {paired['stderr']:.3f} over {paired['runs']} runs)"
+                     if paired else "")
             lines.append(f"T {by_t['temperature']:g} {name}: {shown}; best fixed γ {group['best_fixed_gamma']}, "
-                         f"auto / best fixed {group['auto_over_best_fixed']}")
+                         f"auto / best fixed {group['auto_over_best_fixed']}{pairs}")
     return "\n".join(lines)
 
 

@@ -21,13 +21,16 @@ from ..engine.models.presets import PRESETS, ModelLoadError
 from .cli_values import (
     OneLineParser,
     check_race_seconds,
+    gamma_max_value,
     gamma_value,
     gamma_values,
     number_list,
+    settle_gamma_max,
     thread_count,
     whole_list,
     writable_folder,
 )
+from .replay import cmd_replay
 
 COLOURS = {"accepted": "\033[32m", "resampled": "\033[33m", "bonus": "\033[36m", "target": ""}
 RESET = "\033[0m"
@@ -45,8 +48,8 @@ def _add_decoding_args(ap: argparse.ArgumentParser, gamma_list: bool = False) ->
         ap.add_argument("--gamma", type=gamma_value, default=4,
                         help="drafts per round (1..16), or auto: stop drafting when the next token is unlikely to be "
                              "kept at the pair's measured costs (at most --gamma-max)")
-    ap.add_argument("--gamma-max", type=int, default=GAMMA_MAX_DEFAULT,
-                    help=f"with --gamma auto: the most drafts a round (default {GAMMA_MAX_DEFAULT})")
+    ap.add_argument("--gamma-max", type=gamma_max_value, default=None,
+                    help=f"with --gamma auto: the most drafts a round, 1..16 (default {GAMMA_MAX_DEFAULT})")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--drafter", choices=list(DRAFTERS), default=DEFAULT_DRAFTER,
                     help="who proposes: the pair's draft model; prompt lookup (copies what followed an earlier "
@@ -242,6 +245,7 @@ def main(argv=None) -> int:
         return importlib.import_module(OWN_PARSERS[argv[0]]).main(argv[1:]) or 0
     args = build_parser().parse_args(argv)
     try:
+        settle_gamma_max(args, GAMMA_MAX_DEFAULT)
         return args.func(args)
     except (ValueError, ModelLoadError, DecodingFinished) as err:
         print(f"error: {err}", file=sys.stderr)
@@ -380,13 +384,6 @@ def add_loadtest(sub) -> None:
                            "runs (before, halfway, after), in this process")
     load.add_argument("--json", action="store_true")
     load.set_defaults(func=cmd_loadtest)
-
-
-def cmd_replay(args) -> int:
-    from .replay import run_replay
-
-    print(run_replay(args.trace, run=args.run, as_json=args.json))
-    return 0
 
 
 def add_replay(sub) -> None:

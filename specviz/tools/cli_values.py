@@ -23,11 +23,43 @@ def gamma_value(text: str) -> int | str:
         raise argparse.ArgumentTypeError(f"--gamma takes a whole number in 1..16 or auto, not {text!r}") from None
 
 
-def whole_list(flag: str, text: str) -> list[int]:
+def gamma_max_value(text: str) -> int:
+    """--gamma-max: a whole number in 1..16 (the config names the same range)."""
+    from ..core.config import GAMMA_MAX, GAMMA_MIN
+
     try:
-        return [int(x) for x in text.split(",") if x.strip()] or [1]
+        value = int(text)
     except ValueError:
-        raise ValueError(f"{flag} must be a comma-separated list of whole numbers, not {text!r}") from None
+        value = 0
+    if not GAMMA_MIN <= value <= GAMMA_MAX:
+        raise argparse.ArgumentTypeError(f"--gamma-max must be a whole number in {GAMMA_MIN}..{GAMMA_MAX}, not {text!r}")
+    return value
+
+
+def settle_gamma_max(args, default: int) -> None:
+    """--gamma-max caps gamma auto: given where no gamma auto runs (not among --gamma's values, and no bench
+    --drafter auto, which runs it beside fixed gammas) it would do nothing, so it is refused; left out, the
+    default. Commands without the flag are left alone."""
+    if not hasattr(args, "gamma_max"):
+        return
+    gammas = args.gamma if isinstance(args.gamma, list) else [args.gamma]
+    runs_auto = args.command == "bench" and args.drafter == "auto"
+    if args.gamma_max is not None and "auto" not in gammas and not runs_auto:
+        raise ValueError(f"--gamma-max caps --gamma auto; with --gamma {','.join(map(str, gammas))} it does nothing: "
+                         f"leave it out")
+    if args.gamma_max is None:
+        args.gamma_max = default
+
+
+def whole_list(flag: str, text: str) -> list[int]:
+    """A comma-separated list of whole numbers (each one's range is checked where it is used); at least one."""
+    try:
+        values = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        values = []
+    if not values:
+        raise ValueError(f"{flag} must be a comma-separated list of whole numbers, not {text!r}")
+    return values
 
 
 def thread_count(text: str) -> int:
@@ -52,7 +84,7 @@ class OneLineParser(argparse.ArgumentParser):
     """argparse with one-line errors: 'error: ...' and exit status 2, no usage block."""
 
     def error(self, message):
-        self.exit(2, f"error: {message} (see python -m specviz --help)\n")
+        self.exit(2, f"error: {message} (see {self.prog} --help)\n")
 
 
 def writable_folder(flag: str, path: str) -> None:

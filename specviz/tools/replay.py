@@ -86,3 +86,9 @@ def run_replay(path: str, run: int = 1, as_json: bool = False) -> str:
 
 
 __all__ = ["TraceFileError", "run_replay", "read_trace_file"]
+
+
+def cmd_replay(args) -> int:
+    """`python -m specviz replay TRACE [--run N] [--json]`: the command line's entry."""
+    print(run_replay(args.trace, run=args.run, as_json=args.json))
+    return 0

@@ -107,7 +107,12 @@ def verify_costs_from(verify_cost: str | None, pair: dict | None, fallback: list
     if verify_cost is not None and pair:
         raise ValueError("--verify-cost and --preset/--draft/--target each give the verify's cost: give one")
     if verify_cost is not None:
-        return check_verify_costs(parse_numbers("--verify-cost", verify_cost), "--verify-cost"), "--verify-cost"
+        curve = check_verify_costs(parse_numbers("--verify-cost", verify_cost), "--verify-cost")
+        if fewer := next((n for n, v in enumerate(curve, 1) if v < 1), None):
+            # a pass over more positions than one costs no less than one over one (a timed curve is clamped so too)
+            raise ValueError(f"--verify-cost: V({fewer}) must be >= 1 (a target pass over {fewer} positions costs at "
+                             f"least one over one), not {curve[fewer - 1]:g}")
+        return curve, "--verify-cost"
     if pair:
         from ..engine.models.loading import load_pair
         from ..engine.serving.costs import measure_verify_costs

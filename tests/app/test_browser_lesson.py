@@ -57,7 +57,8 @@ def test_step_with_every_argument_left_out_shows_a_first_lesson(app_url):
 
 def text_sizes_and_boxes(page):
     return page.evaluate("""() => {
-      const texts = [...document.querySelectorAll('#step-card *, #round-summary *, #counters .speed-argument *')]
+      const texts = [...document.querySelectorAll('#step-card *, #round-summary *, #counters .speed-argument *, ' +
+                                                  '#timeline .text-view, #timeline .text-view *')]
         .filter(e => [...e.childNodes].some(n => n.nodeType === 3 && n.textContent.trim()) && e.offsetParent !== null
                 && !e.closest('.sv-hidden'));
       const box = (s) => { const r = document.querySelector(s).getBoundingClientRect(); return [r.top, r.bottom]; };

@@ -50,6 +50,17 @@ def test_looking_in_the_prompt_only_ignores_matches_in_the_output():
     assert propose(context, gamma=4, max_ngram=2, searchable=4) == LookupProposal(tokens=[3, 0], start=2, ngram=2)
 
 
+def test_a_token_it_must_never_copy_is_passed_over_and_ends_a_copy():
+    """A chat prompt's newline after <|im_end|> is followed by <|im_start|> (here 1 and 0): the answer's first
+    newline matched it and the lookup proposed the template's control token. Passed over, the next match counts."""
+    im_start, im_end, nl = 0, 1, 2
+    context = [im_start, 5, nl, 7, 8, im_end, nl, im_start, 6, nl]  # ...user\n Q <|im_end|>\n<|im_start|>assistant\n
+    assert propose(context, gamma=3, max_ngram=1).tokens == [im_start, 6, nl]  # what it did
+    assert propose(context, gamma=3, max_ngram=1, never={im_start, im_end}) == LookupProposal(tokens=[7, 8], start=3,
+                                                                                              ngram=1)
+    assert propose([4, im_start, 4], gamma=2, max_ngram=1, never={im_start}).tokens == []
+
+
 def test_q_is_one_hot_on_each_proposed_token():
     q = one_hot_draft([2, 0], 3, torch.zeros(1, dtype=torch.float64))
     assert torch.equal(q, torch.tensor([[0.0, 0.0, 1.0], [1.0, 0.0, 0.0]], dtype=torch.float64))

@@ -150,7 +150,8 @@ def test_without_a_curve_the_table_is_thm_3_8s():
 
 
 @pytest.mark.parametrize("bad,match", [([1.2, 1.3], "starts at V\\(1\\) = 1"), ([1.0], "at least V\\(2\\)"),
-                                       ([1.0, -0.5], "V\\(2\\) must be a number > 0")])
+                                       ([1.0, -0.5], "V\\(2\\) must be a number in \\(0, 100\\]"),
+                                       ([1.0, 1e308], "V\\(2\\) must be a number in")])
 def test_a_bad_verify_curve_is_named(bad, match):
     with pytest.raises(ValueError, match=match):
         whatif.whatif_table([0.8], 0.1, [1], verify_costs=bad)

@@ -50,6 +50,19 @@ def test_a_prompt_over_the_token_limit_is_refused_with_its_count_before_any_forw
     assert target.sizes == [] and draft.sizes == []
 
 
+def test_a_gamma_auto_prompt_over_the_limit_is_refused_before_its_rule_is_measured(pair, monkeypatch):
+    """A first gamma auto Step measures the pair's draft length rule (a probe run of forwards): a prompt the run
+    refuses anyway must not make the server measure first (a visitor's 523-token prompt cost 9.7 s so)."""
+    from specviz.engine.serving import auto_gamma
+
+    monkeypatch.setenv("SPECVIZ_MAX_PROMPT_TOKENS", "12")
+    monkeypatch.setattr(auto_gamma, "_RULES", auto_gamma.OrderedDict())  # nothing measured yet in this process
+    with Forwards(pair.target) as target, Forwards(pair.draft) as draft, pytest.raises(ValueError) as err:
+        ComparedRun(_settings(gamma=4, gamma_auto=True), stateless=False)
+    assert "SPECVIZ_MAX_PROMPT_TOKENS" in str(err.value)
+    assert target.sizes == [] and draft.sizes == [] and not auto_gamma._RULES
+
+
 def test_a_prompt_at_the_limit_runs(pair, monkeypatch):
     tokens = len(pair.tokenizer(PROMPT, add_special_tokens=False)["input_ids"])
     monkeypatch.setenv("SPECVIZ_MAX_PROMPT_TOKENS", str(tokens))

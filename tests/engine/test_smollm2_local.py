@@ -127,3 +127,17 @@ def test_first_emitted_tokens_follow_the_target_although_the_draft_gives_most_to
     observed = torch.cat([counts[inside], counts[~inside].sum()[None]])
     expected = torch.cat([p[inside], p[~inside].sum()[None]])
     assert chi_square_pvalue(observed.numpy(), expected.double().numpy()) > 1e-3
+
+
+def test_the_hybrid_never_copies_the_chat_templates_control_tokens(local):
+    """The answer's first newline matched the template's newline after <|im_end|>, and the lookup proposed the
+    <|im_start|> that follows it there (a page showed it struck through in the answer). Over the first rounds of a
+    chat prompt with nothing to copy, no round proposes a special token."""
+    from specviz.engine.decoding.factory import make_decoder
+
+    special = set(local.tokenizer.all_special_ids)
+    for drafter in ("lookup", "auto"):
+        decoder = make_decoder(local, "Why do we have seasons?", DecodeConfig(gamma=4, drafter=drafter,
+                                                                              max_new_tokens=12, seed=0))
+        drafted = [p.draft_token for _ in range(4) if not decoder.finished for p in decoder.step().positions]
+        assert not special & set(drafted), drafter

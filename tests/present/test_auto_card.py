@@ -47,6 +47,30 @@ def test_the_card_says_how_many_were_drafted_and_why_no_more(pair):
     assert "γ auto" not in text(render.step_card(fixed)) and "draft-stop" not in render.step_card(fixed)
 
 
+def test_where_costs_alone_stop_drafting_the_card_does_not_blame_the_drafts_confidence(pair):
+    """At costs where a second token cannot pay whatever its chance (tau_1 >= 1), the card used to say "kept with
+    chance 0.59 < 1.01" beside the draft's 0.98, as if the confident token were why."""
+    costly = DraftLengthRule(4, 0.5, (1.0, 1.05, 2.0, 3.0, 4.0), RULE.keep)
+    dec = make_decoder(pair, "KING.\nNow is the time", DecodeConfig(gamma=4, gamma_auto=True, draft_length=costly,
+                                                                     max_new_tokens=20, seed=1))
+    trace = dec.step()
+    stop = trace.draft_stop
+    assert (stop.drafted, stop.reason) == (1, "doubt") and stop.needed >= 1
+    card = text(render.step_card(trace))
+    assert "does not pay even if the tokens drafted so far were sure to be kept" in card
+    assert f"a chance of {num(stop.needed)}, above 1" in card and "the draft gave" not in card
+    assert "超过 1" in text(render.step_card(trace, lang="zh")) and "1 を超えます" in text(render.step_card(trace, lang="ja"))
+
+
+def test_one_drafted_token_reads_in_the_singular_and_the_chinese_cap_in_full_width_brackets(pair):
+    traces = rounds(pair, "KING.\nNow is the time", steps=10)
+    one = next(t for t in traces if t.draft_stop.reason == "doubt" and t.draft_stop.drafted == 1)
+    card = text(render.step_card(one))
+    assert "so it is kept with chance ≈" in card and "all 1" not in card
+    zh = text(render.step_card(one, lang="zh"))
+    assert "（自动，最多 4）" in zh and "1 个全部" not in zh
+
+
 def test_a_round_that_reached_the_cap_says_so(pair):
     capped = dataclasses.replace(RULE, keep=(("model", KeepTable((1.0,))),))
     dec = make_decoder(pair, "KING", DecodeConfig(gamma=4, gamma_auto=True, draft_length=capped, max_new_tokens=20))

@@ -6,6 +6,7 @@ import re
 import pytest
 
 from specviz.core.config import DecodeConfig
+from specviz.core.notation import show
 from specviz.engine.decoding.decoders import SpeculativeDecoder
 from specviz.present import render
 from specviz.present.page_settings import DEFAULT_SEED
@@ -37,6 +38,22 @@ def test_summary_counts_drafted_kept_and_tokens_per_pass(pair):
         assert f"{n} {'token' if n == 1 else 'tokens'} from 1 target pass" in sentence
         assert ("bonus token" in sentence) == (trace.correction.kind == "bonus")
         assert ("from the residual" in sentence) == (trace.correction.kind == "resampled")
+
+
+def test_a_round_cut_after_an_accepted_draft_says_where_the_output_stops(pair):
+    """An accepted end of text (or the run's last token) cuts the round: its later verdicts and its correction are
+    never output. The summary said "kept 2; resampled <|im_end|> from the residual: 1 token from 1 target pass"."""
+    for seed in range(6):
+        dec = SpeculativeDecoder(pair, "ROMEO.\nBut soft, what light", DecodeConfig(gamma=4, max_new_tokens=2, seed=seed))
+        trace = dec.step()
+        if trace.n_accepted >= 2:  # the budget of 2 ends the output at the second accepted draft
+            break
+    else:
+        pytest.fail("6 seeds of this pair accept 2 drafts in a first round")
+    sentence = text(render.round_summary(trace))
+    assert f"the output stops at {show(trace.emitted[-1].text)}" in sentence and "2 tokens from 1 target pass" in sentence
+    assert "residual" not in sentence and "bonus" not in sentence
+    assert "输出在" in text(render.round_summary(trace, lang="zh"))
 
 
 def test_greedy_summary_speaks_of_the_argmax(pair):

@@ -25,13 +25,26 @@ def test_generate_gamma_auto_drafts_at_most_the_cap_and_says_why_each_round_stop
 
 @pytest.mark.parametrize("args, message", [
     (("--gamma", "often"), "--gamma takes a whole number in 1..16 or auto, not 'often'"),
-    (("--gamma", "auto", "--gamma-max", "40"), "gamma_max must be a whole number in 1..16, not 40"),
+    (("--gamma", "auto", "--gamma-max", "40"), "--gamma-max must be a whole number in 1..16, not '40'"),
+    (("--gamma", "auto", "--gamma-max", "2.5"), "--gamma-max must be a whole number in 1..16, not '2.5'"),
+    # a cap on gamma auto beside a fixed gamma did nothing, without a word
+    (("--gamma", "4", "--gamma-max", "3"), "--gamma-max caps --gamma auto; with --gamma 4 it does nothing"),
     (("--gamma", "auto", "--drafts", "2"), "gamma auto drafts one chain: it needs drafts = 1"),
 ])
 def test_a_bad_gamma_is_one_error_line(args, message):
     out = run_cli("generate", "--prompt", "KING", *args)
     assert out.returncode == 2 and out.stdout == ""
     assert out.stderr.startswith("error: ") and message in out.stderr and out.stderr.count("\n") == 1
+
+
+@pytest.mark.parametrize("args", [("--gamma", "auto", "--gammas", ","), ("--drafts", "1,2", "--gammas", " , "),
+                                  ("--drafts", ",")])
+def test_an_empty_list_of_gammas_or_drafts_is_refused_not_read_as_one(args):
+    """`--gammas ,` used to become [1] without a word and start a benchmark of gamma 1."""
+    out = run_cli("bench", "--quick", *args)
+    assert out.returncode == 2 and out.stdout == ""
+    assert out.stderr.startswith("error: ") and "must be a comma-separated list of whole numbers" in out.stderr
+    assert out.stderr.count("\n") == 1
 
 
 @pytest.mark.slow  # the verify's cost curve, the rule's probe run and two compared runs: minutes on 2 cores
@@ -100,3 +113,23 @@ def test_bench_auto_runs_its_contenders_in_abba_order(pair, monkeypatch):
     forward = ["target-only", "1", "2", "auto"]
     assert ran == forward + forward[::-1]
     assert set(group["contenders"]) == {"1", "2", "auto"} and group["best_fixed_gamma"] in {"1", "2"}
+    paired = group["auto_over_best_fixed_paired"]
+    assert paired["runs"] == 2 and paired["ratio"] > 0 and paired["stderr"] >= 0
+
+
+def test_the_paired_ratio_compares_auto_with_the_best_fixed_gamma_run_by_run():
+    """Two runs where A made 10 tokens in 1 s and 2 s, B 10 tokens in 1 s and 1 s: per-run ratios 1 and 1/2, their
+    geometric mean 1/sqrt(2); the log ratios 0 and -ln 2 have a standard error of ln(2)/2, times the ratio."""
+    from specviz.tools.auto_bench import paired_ratio
+
+    out = paired_ratio([(10, 1.0), (10, 2.0)], [(10, 1.0), (10, 1.0)])
+    assert out["runs"] == 2
+    assert out["ratio"] == pytest.approx(0.7071, abs=1e-4)
+    assert out["stderr"] == pytest.approx(0.7071 * 0.6931 / 2, abs=1e-3)
+
+
+def test_the_paired_ratio_of_identical_runs_is_one_with_no_spread_and_needs_two_runs():
+    from specviz.tools.auto_bench import paired_ratio
+
+    assert paired_ratio([(8, 0.5), (12, 0.7)], [(8, 0.5), (12, 0.7)]) == {"ratio": 1.0, "stderr": 0.0, "runs": 2}
+    assert paired_ratio([(8, 0.5)], [(8, 0.4)]) is None

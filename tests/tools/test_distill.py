@@ -120,7 +120,60 @@ def test_an_init_folder_of_other_files_is_refused_in_one_line(tmp_path, capsys):
     folder.mkdir()
     for name in ("config.json", "model.safetensors", "feature_fc.safetensors", "vocab_subset.safetensors"):
         (folder / name).write_text("not a draft")
+    (tmp_path / "work" / "features").mkdir(parents=True)
+    (tmp_path / "work" / "features" / "chat_0000.pt").write_text("")  # the stage's other input, never read here
     with pytest.raises(SystemExit) as exit_:
         cli.main(["train", "--init", str(folder), "--work", str(tmp_path / "work"), "--minutes-train", "0"])
     err = capsys.readouterr().err.strip().splitlines()
     assert exit_.value.code == 2 and "--init" in err[-1] and "not a saved feature draft" in err[-1]
+
+
+@pytest.mark.parametrize("args, said", [
+    (["train", "--minutes-train", "-1"], "--minutes-train is a finite number >= 0"),
+    (["train", "--minutes-train", "nan"], "--minutes-train is a finite number >= 0"),
+    (["train", "--unroll", "0"], "--unroll is a whole number >= 1"),
+    (["train", "--feature-layers", "0"], "--feature-layers is a whole number in 1..30"),
+    (["train", "--feature-noise", "-1"], "--feature-noise is a finite number >= 0"),
+    (["train", "--reg-weight", "nan"], "--reg-weight is a finite number >= 0"),
+    (["train", "--batch", "0"], "--batch is a whole number >= 1"),
+    (["train", "--lr", "0"], "--lr is a finite number > 0"),
+    (["train", "--threads", "0"], "--threads must be a whole number in 1..1024"),
+    (["vocab", "--vocab", "60000"], "--vocab is a whole number in 1..49152"),
+    (["generate", "--temperatures", "0.7,-1"], "--temperatures is a comma-separated list of finite numbers >= 0"),
+    (["train", "--draft", "layers", "--layers", "0,30"], "--layers is a comma-separated list of the target's layers"),
+    (["evaluate", "--checkpoint", "/etc/passwd"], "--checkpoint is a file name inside --work, not a path"),
+    (["bogus"], "argument stage: invalid choice: 'bogus'"),
+])
+def test_a_bad_flag_is_one_error_line_naming_it_before_any_stage_runs(tmp_path, capsys, args, said):
+    """Each of these used to run into its stage: a traceback about a missing vocab.pt (exit 1), torch's own
+    refusal of 0 threads, or, for argparse's refusals, a usage block before the line."""
+    work = tmp_path / "work"
+    with pytest.raises(SystemExit) as exit_:
+        cli.main([*args, "--work", str(work), "--shakespeare-tokens", "0"])
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2 and err.startswith("error: ") and err.count("\n") == 1 and said in err
+    assert not work.exists()  # refused before anything is written
+
+
+def test_a_stage_whose_inputs_are_missing_says_so_in_one_line(tmp_path, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        cli.main(["train", "--work", str(tmp_path / "empty"), "--minutes-train", "0"])
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2 and err.count("\n") == 1  # before any model loads: nothing else on stderr
+    assert err.startswith("error: the train stage needs vocab.pt in --work ")
+
+
+def test_save_never_empties_a_folder_that_is_not_a_saved_drafts(tmp_path, capsys):
+    """`save` replaces the files of the draft it writes; --out naming another folder by mistake (here one holding
+    notes.txt) is refused before anything in it is touched."""
+    work, out = tmp_path / "work", tmp_path / "mine"
+    work.mkdir()
+    out.mkdir()
+    (out / "notes.txt").write_text("keep me")
+    torch.save({"layers": 1, "model": {}, "step": 0, "epoch": 0, "elapsed": 0.0}, work / "train_features.pt")
+    torch.save(torch.arange(8, dtype=torch.int32), work / "vocab.pt")
+    with pytest.raises(SystemExit) as exit_:
+        cli.main(["save", "--work", str(work), "--out", str(out)])
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2 and err.count("\n") == 1 and "--out" in err and "notes.txt" in err
+    assert (out / "notes.txt").read_text() == "keep me"

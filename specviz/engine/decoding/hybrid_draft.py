@@ -22,7 +22,7 @@ from ...core.config import DecodeConfig
 from ..caches.cache import CachedModel
 from ..models.loading import ModelPair
 from .drafting import Drafted, TokenContext
-from .lookup_draft import LOOKUP_SOURCE, PromptLookup
+from .lookup_draft import LOOKUP_SOURCE, PromptLookup, never_copied
 from .model_draft import ModelDraft
 
 MIN_NGRAM = 3  # the shortest match that chooses the lookup: one or two repeated tokens are common in any answer
@@ -64,7 +64,7 @@ class HybridDraft:
         if config.lookup_max_ngram < shortest:
             return False
         searchable = context.n_prompt if config.lookup_source == "prompt" else None
-        match = lookup.propose(context.ids, 1, config.lookup_max_ngram, shortest, searchable)
+        match = lookup.propose(context.ids, 1, config.lookup_max_ngram, shortest, searchable, never_copied(self.pair))
         if not match.matched or rule is None:
             return match.matched
         copied = rule.table(LOOKUP_SOURCE).chance(match.ngram / config.lookup_max_ngram)

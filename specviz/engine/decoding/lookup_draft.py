@@ -25,6 +25,11 @@ CONTEXT_SHOWN = 6  # tokens shown before the matched n-gram on the card
 AFTER_SHOWN = 3    # and after the copied ones
 
 
+def never_copied(pair) -> frozenset[int]:
+    """The pair's special tokens (a chat template's <|im_start|>, <|im_end|>, ...): the lookup never copies one."""
+    return frozenset(getattr(pair.tokenizer, "all_special_ids", None) or ())
+
+
 class PromptLookup(ModelFreeDrafter):
     """Drafts copied from the context (config.lookup_max_ngram .. lookup_min_ngram, config.lookup_source)."""
 
@@ -36,7 +41,8 @@ class PromptLookup(ModelFreeDrafter):
         """The lookup's proposal (0..gamma tokens); q is a point mass on each, built on the device when needed."""
         config = self.config
         searchable = context.n_prompt if config.lookup_source == "prompt" else None
-        proposal = lookup.propose(context.ids, gamma, config.lookup_max_ngram, config.lookup_min_ngram, searchable)
+        proposal = lookup.propose(context.ids, gamma, config.lookup_max_ngram, config.lookup_min_ngram, searchable,
+                                  never_copied(self.pair))
         proposal, stop = self.cut(proposal)
         tokens = torch.tensor(proposal.tokens, dtype=torch.long).to(self.pair.device)  # [k]: one copy to the device
         return Drafted(tokens=tokens, probs=None, detail=asdict(self._where(proposal, context)), stop=stop)

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field, replace
 from ...core.race_record import SPECULATIVE, TARGET_ONLY, Lane, Race
 from ...core.trace import StepRecord
 from .. import limits
+from ..decoding.base import prepare_prompt
 from ..decoding.decoders import TargetOnlyDecoder
 from ..decoding.factory import make_decoder
 from ..models.loading import ModelPair
@@ -131,6 +132,8 @@ def run_race(settings: RunSettings, speculative_first: bool) -> Race:
     (on ZeroGPU it runs in the GPU worker, decorated at import as `spaces` requires). No step card is built inside
     the timed loop (`record` off). A race stopped by the event's deadline returns what both lanes decoded."""
     pair = settings.load()
+    if settings.config.gamma_auto:  # a prompt the race would refuse is refused before the rule is measured for it
+        prepare_prompt(pair, settings.prompt, settings.config)
     config = auto_gamma.resolve(pair, replace(settings.config, record=False), hold=lambda: TIMED)
     try:
         return _race(pair, settings.prompt, config, speculative_first)

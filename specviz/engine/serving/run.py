@@ -34,6 +34,7 @@ from ...core.draft_length import DraftLengthRule
 from ...core.metrics import metric_set
 from ...core.trace import StepTrace
 from .. import limits, memory
+from ..decoding.base import prepare_prompt
 from ..decoding.decoders import DecoderState, DecodingFinished, SpeculativeDecoder, TargetOnlyDecoder, check_prompt
 from ..decoding.factory import make_decoder
 from ..models.loading import ModelPair, is_cached, load_pair, on_evict
@@ -70,6 +71,8 @@ def decode_config(pair: ModelPair, settings: RunSettings, state: RunState | None
     the pair's, measured first: serving.auto_gamma, every timed measurement holding the fair clock)."""
     if state is not None and state.draft_length is not None:
         return replace(settings.config, draft_length=state.draft_length)
+    if settings.config.gamma_auto:  # a prompt the run would refuse is refused before the rule is measured for it
+        prepare_prompt(pair, settings.prompt, settings.config)
     return auto_gamma.resolve(pair, settings.config, hold=lambda: TIMED)
 
 

@@ -81,7 +81,12 @@ def make_draft(target, layers: int = 1):
 
 
 class NotASavedDraft(ValueError):
-    """--init names a folder that `save` did not write (the command line says so in one line)."""
+    """--init or --out names a folder that `save` did not write (the command line says so in one line)."""
+
+
+SAVED_FILES = {"config.json", "generation_config.json", "model.safetensors", "feature_fc.safetensors",
+               "vocab_subset.safetensors", smollm2.SHARED_FILE, "tokenizer.json", "tokenizer_config.json",
+               "special_tokens_map.json", "chat_template.jinja"}  # what `save` writes (tokenizer files by version)
 
 
 def load_saved(target, folder: Path):
@@ -224,11 +229,15 @@ def save(args) -> None:
     from safetensors.torch import save_file
 
     work, out = Path(args.work), Path(args.out)
+    state = torch.load(work / args.checkpoint)
     out.mkdir(parents=True, exist_ok=True)
+    others = sorted(p.name for p in out.iterdir() if p.name not in SAVED_FILES or not p.is_file())
+    if others:  # what it replaces is only a saved draft's own files: never a folder given by mistake
+        raise NotASavedDraft(f"--out {out} holds files a saved draft does not ({', '.join(others[:5])}): give an "
+                             f"empty folder or a saved draft's own")
     for stale in out.iterdir():
         stale.unlink()
     target, tok = load_target(args.threads)
-    state = torch.load(work / args.checkpoint)
     draft = make_draft(target, state["layers"])
     draft.load_state_dict(state["model"], strict=False)
     own = {k: v.half().contiguous() for k, v in draft.state_dict().items()
