@@ -132,12 +132,15 @@ def test_first_emitted_tokens_follow_the_target_although_the_draft_gives_most_to
 def test_the_hybrid_never_copies_the_chat_templates_control_tokens(local):
     """The answer's first newline matched the template's newline after <|im_end|>, and the lookup proposed the
     <|im_start|> that follows it there (a page showed it struck through in the answer). Over the first rounds of a
-    chat prompt with nothing to copy, no round proposes a special token."""
+    chat prompt with nothing to copy, no round proposes a special token, and the first looks nothing up."""
     from specviz.engine.decoding.factory import make_decoder
 
     special = set(local.tokenizer.all_special_ids)
     for drafter in ("lookup", "auto"):
         decoder = make_decoder(local, "Why do we have seasons?", DecodeConfig(gamma=4, drafter=drafter,
                                                                               max_new_tokens=12, seed=0))
-        drafted = [p.draft_token for _ in range(4) if not decoder.finished for p in decoder.step().positions]
-        assert not special & set(drafted), drafter
+        traces = [decoder.step() for _ in range(4) if not decoder.finished]
+        assert not special & {p.draft_token for t in traces for p in t.positions}, drafter
+        # the first round follows the template's "<|im_start|>assistant\n": nothing to look up there
+        first = traces[0].source.details
+        assert (first.get("ngram") == 0) if drafter == "lookup" else (first["chose"] == "model"), (drafter, first)

@@ -22,7 +22,7 @@ from ...core.config import DecodeConfig
 from ..caches.cache import CachedModel
 from ..models.loading import ModelPair
 from .drafting import Drafted, TokenContext
-from .lookup_draft import LOOKUP_SOURCE, PromptLookup, never_copied
+from .lookup_draft import LOOKUP_SOURCE, PromptLookup, in_template_header, never_copied
 from .model_draft import ModelDraft
 
 MIN_NGRAM = 3  # the shortest match that chooses the lookup: one or two repeated tokens are common in any answer
@@ -61,7 +61,7 @@ class HybridDraft:
         length is kept at least as often as the draft model's tokens are (the rule's two keep tables)."""
         config, rule = self.config, self.config.draft_length
         shortest = self.min_ngram if rule is None else config.lookup_min_ngram
-        if config.lookup_max_ngram < shortest:
+        if config.lookup_max_ngram < shortest or in_template_header(self.pair, context):
             return False
         searchable = context.n_prompt if config.lookup_source == "prompt" else None
         match = lookup.propose(context.ids, 1, config.lookup_max_ngram, shortest, searchable, never_copied(self.pair))

@@ -30,6 +30,13 @@ def never_copied(pair) -> frozenset[int]:
     return frozenset(getattr(pair.tokenizer, "all_special_ids", None) or ())
 
 
+def in_template_header(pair, context: TokenContext) -> bool:
+    """The answer's first round of a chat prompt: its last tokens are the template's "<|im_start|>assistant\n",
+    whose newline matches the user turn's, so a lookup would copy the question's first word as the answer's.
+    Nothing is looked up then (a base model's prompt, with no special token, is text to continue: it may be)."""
+    return len(context.ids) <= context.n_prompt and bool(never_copied(pair) & set(context.ids))
+
+
 class PromptLookup(ModelFreeDrafter):
     """Drafts copied from the context (config.lookup_max_ngram .. lookup_min_ngram, config.lookup_source)."""
 
@@ -41,8 +48,9 @@ class PromptLookup(ModelFreeDrafter):
         """The lookup's proposal (0..gamma tokens); q is a point mass on each, built on the device when needed."""
         config = self.config
         searchable = context.n_prompt if config.lookup_source == "prompt" else None
-        proposal = lookup.propose(context.ids, gamma, config.lookup_max_ngram, config.lookup_min_ngram, searchable,
-                                  never_copied(self.pair))
+        proposal = lookup.LookupProposal(tokens=[]) if in_template_header(self.pair, context) else \
+            lookup.propose(context.ids, gamma, config.lookup_max_ngram, config.lookup_min_ngram, searchable,
+                           never_copied(self.pair))
         proposal, stop = self.cut(proposal)
         tokens = torch.tensor(proposal.tokens, dtype=torch.long).to(self.pair.device)  # [k]: one copy to the device
         return Drafted(tokens=tokens, probs=None, detail=asdict(self._where(proposal, context)), stop=stop)
