@@ -3,6 +3,9 @@ from __future__ import annotations
 
 import argparse
 
+from ..core.config import GAMMA_AUTO, GAMMA_MAX, GAMMA_MIN
+from ..engine.decoding.drafters import HybridDraft
+
 
 def gamma_values(text: str) -> list[int]:
     from .report import parse_gammas
@@ -25,8 +28,6 @@ def gamma_value(text: str) -> int | str:
 
 def gamma_max_value(text: str) -> int:
     """--gamma-max: a whole number in 1..16 (the config names the same range)."""
-    from ..core.config import GAMMA_MAX, GAMMA_MIN
-
     try:
         value = int(text)
     except ValueError:
@@ -43,8 +44,8 @@ def settle_gamma_max(args, default: int) -> None:
     if not hasattr(args, "gamma_max"):
         return
     gammas = args.gamma if isinstance(args.gamma, list) else [args.gamma]
-    runs_auto = args.command == "bench" and args.drafter == "auto"
-    if args.gamma_max is not None and "auto" not in gammas and not runs_auto:
+    runs_auto = args.command == "bench" and args.drafter == HybridDraft.kind
+    if args.gamma_max is not None and GAMMA_AUTO not in gammas and not runs_auto:
         raise ValueError(f"--gamma-max caps --gamma auto; with --gamma {','.join(map(str, gammas))} it does nothing: "
                          f"leave it out")
     if args.gamma_max is None:
