@@ -266,8 +266,11 @@ def report_html(summary: dict, panels: list[tuple[str, list]]) -> str:
     if best.get("measured") is not None:
         predicted = (f"with the measured verify costs and the round's host work the prediction is γ {best['predicted']} "
                      f"(×{best['predicted_speedup']:.2f}); " if best.get("predicted") else "")
+        ties = best.get("measured_ties")
+        tied = (f" (γ {', '.join(map(str, ties))} within one standard error: a tie a rerun may turn either way)"
+                if ties else "")
         answer += (f"<p id='best-gamma'><b>Best γ {best['measured']}</b>: ×{best['speedup']:.2f} ± "
-                   f"{best['speedup_stderr'] or 0:.2f} measured; {predicted}Thm 3.8, where a verify costs one "
+                   f"{best['speedup_stderr'] or 0:.2f} measured{tied}; {predicted}Thm 3.8, where a verify costs one "
                    f"forward, predicts γ {best['thm38']} (×{best['thm38_speedup']:.2f}).</p>")
     body = (head + answer + figure_div(speedup_figure(summary["by_gamma"], best), "speedup-by-gamma")
             + gamma_table(summary["by_gamma"]) + auto_section(summary.get("gamma_auto"))

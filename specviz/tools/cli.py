@@ -181,9 +181,10 @@ def cmd_report(args) -> int:
                          top_p=args.top_p, runs=args.runs, max_new_tokens=args.max_new_tokens,
                          kl_budget=args.kl_budget, drafter=args.drafter, gamma_max=args.gamma_max)
     o, best = summary["overall"], summary["best_gamma"]
+    ties = f", within one standard error of gamma {', '.join(map(str, best['measured_ties']))}" if best.get("measured_ties") else ""
     print(f"{len(summary['prompts'])} prompts, {o['steps']} steps: alpha {o['acceptance_rate']:.3f}, draft acceptance "
           f"rate {o['draft_acceptance_rate']:.3f}, mean acceptance length {o['mean_acceptance_length']:.2f}; "
-          f"best gamma {best['measured']} (x{best['speedup'] or 0:.2f}; predicted with the measured verify cost: "
+          f"best gamma {best['measured']} (x{best['speedup'] or 0:.2f}{ties}; predicted with the measured verify cost: "
           f"{best.get('predicted')}; Thm 3.8: {best['thm38']}); "
           f"wrote {args.out}/summary.json, traces.jsonl, report.html", file=sys.stderr)
     return 0

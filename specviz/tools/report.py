@@ -20,6 +20,7 @@ Progress goes to stderr.
 from __future__ import annotations
 
 import json
+import math
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -103,6 +104,16 @@ def _host_and_share(costs: dict, gamma: int, left_out: bool = False) -> tuple[fl
     return round_host.line_at(line, gamma) / step_ms, costs["forward_share"]
 
 
+def measured_ties(timed: list[dict], best: dict) -> list[int]:
+    """The other gammas whose measured speed-up is within one standard error of the best's (the two errors combined,
+    sqrt(se_best² + se_γ²)): where the best gamma is a tie that a rerun may turn either way, so a prediction of any of
+    them is as good as the measured argmax."""
+    def error(m: dict) -> float:
+        return m.get("speedup_stderr") or 0.0
+    return sorted(m["gamma"] for m in timed if m is not best
+                  and best["speedup"] - m["speedup"] <= math.hypot(error(best), error(m)))
+
+
 def best_gamma(by_gamma: dict, pooled: dict, verify_costs: list[float] | None = None,
                costs: dict | None = None) -> dict:
     """The gamma of the highest measured speedup; the optimum predicted from the pooled acceptance by depth (the
@@ -117,6 +128,7 @@ def best_gamma(by_gamma: dict, pooled: dict, verify_costs: list[float] | None = 
     alpha, c = pooled["acceptance_rate"], pooled["cost_ratio_c"]
     thm38 = theory.optimal_gamma(alpha, c, GAMMA_MAX)
     out = {"measured": best["gamma"], "speedup": best["speedup"], "speedup_stderr": best["speedup_stderr"],
+           "measured_ties": measured_ties(timed, best),
            "predicted": None, "thm38": thm38, "thm38_speedup": theory.expected_speedup(alpha, thm38, c),
            "thm38_speedup_at_measured": theory.expected_speedup(alpha, best["gamma"], c),
            "alpha": alpha, "cost_ratio_c": c, "round_host_share": pooled["round_host_share"],

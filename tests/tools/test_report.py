@@ -160,3 +160,25 @@ def test_export_round_trip(pair):
     assert [int(r["token_id"]) for r in emitted][: len(dec.generated_ids)] == dec.generated_ids
     rejected = [t for t in traces if t.n_accepted < 4]
     assert len(export.rejections(traces)) == len(rejected)
+
+
+def _timed(gamma: int, speedup: float, stderr: float | None) -> dict:
+    return {"gamma": gamma, "speedup": speedup, "speedup_stderr": stderr}
+
+
+def test_best_gamma_names_the_gammas_tied_with_it_within_one_standard_error():
+    """Run G's shape (docs/benchmarks.md): γ 3 ×1.111 ± 0.032 best, γ 1 ×1.101 ± 0.021 is 0.010 behind, inside
+    sqrt(0.032² + 0.021²) = 0.038, so tied; γ 2 ×1.047 ± 0.032 is 0.064 behind, outside sqrt(0.032² + 0.032²) = 0.045."""
+    from specviz.tools.report import best_gamma
+    by_gamma = {"1": _timed(1, 1.101, 0.021), "2": _timed(2, 1.047, 0.032), "3": _timed(3, 1.111, 0.032),
+                "4": _timed(4, 0.881, 0.028)}
+    best = best_gamma(by_gamma, {"acceptance_rate": 0.4, "cost_ratio_c": 0.09, "round_host_share": 0.05})
+    assert best["measured"] == 3 and best["measured_ties"] == [1]
+
+
+def test_a_clear_best_gamma_has_no_ties_and_a_missing_error_ties_only_an_equal_speedup():
+    from specviz.tools.report import measured_ties
+    best = _timed(1, 1.20, 0.01)
+    assert measured_ties([best, _timed(2, 1.10, 0.02), _timed(3, 0.90, 0.02)], best) == []
+    exact = _timed(1, 1.20, None)
+    assert measured_ties([exact, _timed(2, 1.20, None), _timed(3, 1.19, None)], exact) == [2]
