@@ -41,23 +41,29 @@ def speedup_figure(by_gamma: dict, best: dict) -> go.Figure:
              "marker": {"symbol": "circle-open", "size": 11, "color": TARGET_COLOUR}}]
     if any(by_gamma[str(g)].get("predicted_speedup") is not None for g in gammas):
         data.append({"type": "scatter", "x": gammas, "y": _r([by_gamma[str(g)].get("predicted_speedup") for g in gammas]),
-                     "mode": "markers", "name": "predicted: measured V(γ + 1), the round's host work, the budget's cut",
+                     "mode": "markers", "name": "predicted: measured V(γ + 1), the round's host work,<br>the budget's cut",
                      "marker": {"symbol": "square-open", "size": 11, "color": ACCEPT_COLOUR}})
     if best.get("predicted_curve"):
         data.append({"type": "scatter", "x": list(range(1, len(best["predicted_curve"]) + 1)),
                      "y": _r(best["predicted_curve"]), "mode": "lines",
-                     "name": f"predicted with V(n) and the round's host work, pooled acceptance by depth, c "
+                     "name": f"predicted with V(n) and the round's host work,<br>pooled acceptance by depth, c "
                              f"{best['cost_ratio_c']:.2f}",
                      "line": {"color": ACCEPT_COLOUR, "dash": "dash"}})
     if best.get("thm38_curve"):
         data.append({"type": "scatter", "x": list(range(1, GAMMA_MAX + 1)), "y": _r(best["thm38_curve"]), "mode": "lines",
-                     "name": f"Thm 3.8 (a verify costing one forward) at pooled α {best['alpha']:.2f}, "
+                     "name": f"Thm 3.8 (a verify costing one forward)<br>at pooled α {best['alpha']:.2f}, "
                              f"c {best['cost_ratio_c']:.2f}",
                      "line": {"color": OVERLAP_COLOUR, "dash": "dot"}})
-    layout = base_layout("Is it faster? Speedup over target-only by γ", 380, xaxis={"title": {"text": "γ"}, "dtick": 1},
+    # five legend entries, three of two lines (a phone's width), a line each: below the plot, where they push its
+    # margin (plotly's autoexpand) instead of running over the title as one reserved line above it would
+    legend_lines = 34 * len(data)
+    layout = base_layout("Is it faster? Speedup over target-only by γ", 380 + legend_lines,
+                         xaxis={"title": {"text": "γ"}, "dtick": 1},
                          yaxis={"title": {"text": "speedup (×)"}, "rangemode": "tozero"},
                          shapes=[{"type": "line", "xref": "paper", "x0": 0, "x1": 1, "y0": 1, "y1": 1,
                                   "line": {"color": MUTED, "width": 1, "dash": "dash"}}])
+    layout["margin"] = {**layout["margin"], "t": 50}
+    layout["legend"] = {"orientation": "h", "yanchor": "top", "y": -0.2, "xanchor": "left", "x": 0}  # below the axis title
     return plain_figure(data, layout)
 
 
