@@ -54,16 +54,15 @@ def speedup_figure(by_gamma: dict, best: dict) -> go.Figure:
                      "name": f"Thm 3.8 (a verify costing one forward)<br>at pooled α {best['alpha']:.2f}, "
                              f"c {best['cost_ratio_c']:.2f}",
                      "line": {"color": OVERLAP_COLOUR, "dash": "dot"}})
-    # five legend entries, three of two lines (a phone's width), a line each: below the plot, where they push its
-    # margin (plotly's autoexpand) instead of running over the title as one reserved line above it would
-    legend_lines = 34 * len(data)
-    layout = base_layout("Is it faster? Speedup over target-only by γ", 380 + legend_lines,
+    # up to five legend entries, some of two lines, each on its own line at a phone's width: below the axis title,
+    # where they push the bottom margin (plotly's autoexpand), not over the title in the one line base_layout keeps
+    layout = base_layout("Is it faster? Speedup over target-only by γ", 380 + 34 * len(data),
                          xaxis={"title": {"text": "γ"}, "dtick": 1},
                          yaxis={"title": {"text": "speedup (×)"}, "rangemode": "tozero"},
                          shapes=[{"type": "line", "xref": "paper", "x0": 0, "x1": 1, "y0": 1, "y1": 1,
-                                  "line": {"color": MUTED, "width": 1, "dash": "dash"}}])
-    layout["margin"] = {**layout["margin"], "t": 50}
-    layout["legend"] = {"orientation": "h", "yanchor": "top", "y": -0.2, "xanchor": "left", "x": 0}  # below the axis title
+                                  "line": {"color": MUTED, "width": 1, "dash": "dash"}}],
+                         margin={"l": 50, "r": 20, "t": 50, "b": 40},
+                         legend={"orientation": "h", "yanchor": "top", "y": -0.2, "xanchor": "left", "x": 0})
     return plain_figure(data, layout)
 
 
