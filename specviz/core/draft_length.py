@@ -159,14 +159,16 @@ class DraftLengthRule:
         tables = dict(self.keep)
         return tables.get(source) or next(iter(tables.values()))
 
-    def cost(self, k: int) -> float:
-        """C(k) = k c + V(k + 1): a round of k drafts, in one-token target passes."""
-        return k * self.draft_cost + verify_cost_at(self.verify_costs, k + 1)
+    def cost(self, k: int, draft_cost: float | None = None) -> float:
+        """C(k) = k c + V(k + 1): a round of k drafts, in one-token target passes (`draft_cost`: c, the rule's own
+        where None; 0 for a drafter that runs no model, such as prompt lookup)."""
+        c = self.draft_cost if draft_cost is None else draft_cost
+        return k * c + verify_cost_at(self.verify_costs, k + 1)
 
-    def needed(self, keep: Sequence[float], prior: float) -> float:
+    def needed(self, keep: Sequence[float], prior: float, draft_cost: float | None = None) -> float:
         """tau_k after k = len(keep) drafted tokens kept with chances `keep`, further ones with chance `prior` (the
-        module's formula): the least survival P_k at which drafting on raises the round's expected tokens per unit
-        of time (inf: never)."""
+        module's formula, each drafted token costing `draft_cost`, c where None): the least survival P_k at which
+        drafting on raises the round's expected tokens per unit of time (inf: never)."""
         k, a = len(keep), prior
         survival, expected = 1.0, 1.0
         for chance in keep:
@@ -174,24 +176,26 @@ class DraftLengthRule:
             expected += survival
         if a <= 0:
             return math.inf
-        cost_k, best, gain = self.cost(k), math.inf, 0.0
+        cost_k, best, gain = self.cost(k, draft_cost), math.inf, 0.0
         for n in range(k + 1, self.gamma_max + 1):
             gain += a ** (n - k)
-            extra = self.cost(n) - cost_k
+            extra = self.cost(n, draft_cost) - cost_k
             best = min(best, expected * extra / (cost_k * gain))
         return best
 
-    def start(self, source: str = "model") -> Stopper:
-        """The rule's state for one round of drafter `source`."""
-        return Stopper(self, self.table(source), source)
+    def start(self, source: str = "model", runs_a_model: bool = True) -> Stopper:
+        """The rule's state for one round of drafter `source` (`runs_a_model` False: its tokens cost no draft
+        forward, as a copy from the context: c = 0 in the round's costs)."""
+        return Stopper(self, self.table(source), source, self.draft_cost if runs_a_model else 0.0)
 
 
 class Stopper:
     """One round's drafting under a rule: `go_on(confidence)` after each drafted token says whether to draft
     another; `record(reason)` is the round's DraftStop."""
 
-    def __init__(self, rule: DraftLengthRule, table: KeepTable, source: str):
+    def __init__(self, rule: DraftLengthRule, table: KeepTable, source: str, draft_cost: float | None = None):
         self.rule, self.table, self.source = rule, table, source
+        self.draft_cost = rule.draft_cost if draft_cost is None else draft_cost
         self.confidences: list[float] = []
         self.keep: list[float] = []
         self.survival = 1.0
@@ -205,7 +209,7 @@ class Stopper:
         self.survival *= chance
         if len(self.keep) >= self.rule.gamma_max:
             return False
-        self.last_needed = self.rule.needed(self.keep, self.table.prior)
+        self.last_needed = self.rule.needed(self.keep, self.table.prior, self.draft_cost)
         return self.survival > self.last_needed
 
     def record(self, reason: str | None = None) -> DraftStop:

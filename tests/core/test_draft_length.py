@@ -78,6 +78,18 @@ def test_the_stopper_never_passes_the_cap_and_says_why_it_stopped():
     assert sum(never.go_on(0.0) for _ in range(5)) == 4  # at zero costs only the cap stops it
 
 
+def test_a_copied_token_costs_no_draft_forward():
+    """A round of copies (prompt lookup) runs no draft model: its tokens cost only the verify's extra positions.
+    Worked out at c 0.5 with a flat verify (V(2) = 1.01, V(3) = 1.02) after one token kept with chance 0.6: a model
+    round goes from 1.6 tokens for 1.51 passes to 1.96 for 2.02 (slower: stop); a copy from 1.6 for 1.01 to 1.96
+    for 1.02 (faster: copy on)."""
+    r = rule(FLAT, c=0.5, chances=(0.6,))
+    assert r.start("model").go_on(0.5) is False
+    copying = r.start("model", runs_a_model=False)
+    assert copying.go_on(0.5) is True
+    assert r.needed([0.6], 0.6, draft_cost=0.0) < 0.6 < r.needed([0.6], 0.6)
+
+
 def throughput(r: DraftLengthRule, lengths, kept: np.ndarray) -> float:
     """Tokens per unit of time over rounds of the given drafted lengths, `kept` [R, 8] saying whether the target
     keeps each drafted token: a round emits its accepted prefix and one more, and costs n c + V(n + 1)."""

@@ -63,7 +63,7 @@ class PromptLookup(ModelFreeDrafter):
         rule = self.config.draft_length
         if rule is None:
             return proposal, None
-        stopper = rule.start(LOOKUP_SOURCE)
+        stopper = rule.start(LOOKUP_SOURCE, runs_a_model=False)  # a copy costs no draft forward
         confidence = proposal.ngram / self.config.lookup_max_ngram
         kept, stopped = 0, False
         while kept < len(proposal.tokens) and not stopped:
