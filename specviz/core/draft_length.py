@@ -193,9 +193,8 @@ class Stopper:
     """One round's drafting under a rule: `go_on(confidence)` after each drafted token says whether to draft
     another; `record(reason)` is the round's DraftStop."""
 
-    def __init__(self, rule: DraftLengthRule, table: KeepTable, source: str, draft_cost: float | None = None):
-        self.rule, self.table, self.source = rule, table, source
-        self.draft_cost = rule.draft_cost if draft_cost is None else draft_cost
+    def __init__(self, rule: DraftLengthRule, table: KeepTable, source: str, draft_cost: float):
+        self.rule, self.table, self.source, self.draft_cost = rule, table, source, draft_cost
         self.confidences: list[float] = []
         self.keep: list[float] = []
         self.survival = 1.0
