@@ -90,6 +90,8 @@ class Deployment:
     cuda_graph_regions: bool = True   # SPECVIZ_CUDA_GRAPHS not "forwards": a round's two regions recorded, not only
                                       # its forwards (decoding/round_regions.py)
     draft_bf16: bool = True           # SPECVIZ_DRAFT_BF16: a large draft in bfloat16 on a bf16-capable CPU (default 1)
+    target_bf16: bool = True          # SPECVIZ_TARGET_BF16: a large target's linear layers in bfloat16, batch-invariant,
+                                      # on a bf16-capable CPU (default 1)
     threads: int = 0                  # SPECVIZ_THREADS: torch's intra-op threads while serving (0: every core but one)
     cache: str = ""                   # SPECVIZ_CACHE: where derived model files go (default ~/.cache/specviz)
     quiet_wait_ms: int = 600          # SPECVIZ_QUIET_WAIT_MS: the most a timed CPU step waits for a quiet machine
@@ -138,6 +140,7 @@ class Deployment:
             cuda_graphs=_graphs(env) is not False,
             cuda_graph_regions=_graphs(env) is not False and _graphs(env) != "forwards",
             draft_bf16=_flag(env, "SPECVIZ_DRAFT_BF16") is not False,
+            target_bf16=_flag(env, "SPECVIZ_TARGET_BF16") is not False,
             threads=_count(env, "SPECVIZ_THREADS", "0", 0, 1024),
             # the browser shares the machine only when served locally; a Space's /proc/stat counts its neighbours
             quiet_wait_ms=_count(env, "SPECVIZ_QUIET_WAIT_MS", "0" if on_space else "600", 0, 10_000),

@@ -23,10 +23,12 @@ LINK_SETTINGS = tuple(name for name in STEP_PARAMETERS if name != "lang")
 
 
 def dtype_text(pair) -> str:
-    """The pair's arithmetic: "float32", or "float32, draft bfloat16" where the draft computes in another dtype."""
+    """The pair's arithmetic: "float32", with ", target layers bfloat16" where the target's linear layers hold another
+    dtype and ", draft bfloat16" where the draft computes in another."""
     target = str(pair.dtype).removeprefix("torch.")
+    layers = str(getattr(pair, "target_weights", None) or pair.dtype).removeprefix("torch.")
     draft = str(pair.draft_dtype or pair.dtype).removeprefix("torch.")
-    return target if draft == target else f"{target}, draft {draft}"
+    return ", ".join([target] + [f"target layers {layers}"] * (layers != target) + [f"draft {draft}"] * (draft != target))
 
 
 def producer_of(run: ComparedRun) -> Producer:

@@ -23,6 +23,7 @@ from ..engine.decoding.feature_draft import cached_draft, reads_features
 from ..engine.models.cpu_linear import RowsFirstLinear, use_rows_first_linears
 from ..engine.models.draft_precision import restore_draft
 from ..engine.models.loading import load_pair
+from ..engine.models.target_precision import ROWWISE, Bf16RowsLinear
 
 
 def _timed(fn):
@@ -127,15 +128,20 @@ def forward_only_round_ms(draft: CachedModel, target: CachedModel, context: list
 
 def engine_twins(pair) -> tuple[object | None, object | None]:
     """Copies of the pair's models as they would run without the engine's CPU choices, for timing only:
-    the target with plain nn.Linear layers where it has rows-first ones (engine/models/cpu_linear.py), and the draft
-    in the pair's dtype where it computes in bfloat16 (engine/models/draft_precision.py); None where nothing changed."""
+    the target with plain nn.Linear layers in the pair's dtype and sdpa attention where it has rows-first or
+    bfloat16 ones (engine/models/cpu_linear.py, target_precision.py), and the draft in the pair's dtype where it
+    computes in bfloat16 (engine/models/draft_precision.py); None where nothing changed."""
     plain_target = None
-    if any(isinstance(m, RowsFirstLinear) for m in pair.target.modules()):
+    if any(isinstance(m, (RowsFirstLinear, Bf16RowsLinear)) for m in pair.target.modules()):
         plain_target = copy.deepcopy(pair.target)
         for module in list(plain_target.modules()):
             for name, child in list(module.named_children()):
                 if isinstance(child, RowsFirstLinear):
                     setattr(module, name, child.as_linear())
+                elif isinstance(child, Bf16RowsLinear):
+                    setattr(module, name, child.as_linear(pair.dtype))
+        if plain_target.config._attn_implementation == ROWWISE:
+            plain_target.set_attn_implementation("sdpa")
     wide_draft = None
     if pair.draft_dtype != pair.dtype:  # the draft as SPECVIZ_DRAFT_BF16=0 would load it
         wide_draft = copy.deepcopy(pair.draft)
@@ -255,6 +261,7 @@ def bench_figures(pair, warm: SpeculativeDecoder, m: dict, ms: dict, gamma: int,
     result = {
         "preset": pair.name, "device": str(pair.device), "dtype": str(pair.dtype).removeprefix("torch."),
         "draft_dtype": str(pair.draft_dtype).removeprefix("torch."),
+        "target_weights": str(pair.target_weights or pair.dtype).removeprefix("torch."),
         "gamma": gamma, "new_tokens_per_run": new_tokens,
         "runs": runs, "threads": torch.get_num_threads(),
         "tokens_per_s_speculative": round(m["tokens_per_s_speculative"], 1),

@@ -33,7 +33,7 @@ def measure_shapes(draft_shape: dict, target_shape: dict, *, device=None, dtype=
     dev = pick_device(device)
     dt = pick_dtype(dev, dtype)
     draft, target = random_model(draft_shape, dt, dev, seed=0), random_model(target_shape, dt, dev, seed=1)
-    draft_dt = fit_to_device(draft, target, dev, dt)  # as load_pair runs them (a bf16 draft on a bf16 CPU, ...)
+    draft_dt, target_weights = fit_to_device(draft, target, dev, dt)  # as load_pair runs them (bf16 on a bf16 CPU, ...)
     vocab = min(draft.config.get_text_config().vocab_size, target.config.get_text_config().vocab_size)
     context = torch.randint(0, vocab, (context_tokens,), generator=torch.Generator().manual_seed(0)).tolist()
     calls = [(draft, 1), (target, 1)] + [(target, g + 1) for g in gammas]
@@ -50,7 +50,8 @@ def measure_shapes(draft_shape: dict, target_shape: dict, *, device=None, dtype=
     times = per_call_latency_ms([c for kind in cached.values() for c in kind], vocab, context, repeats,
                                 block=min(repeats, 10))
     result = {"device": str(dev), "dtype": str(dt).removeprefix("torch."),
-              "draft_dtype": str(draft_dt).removeprefix("torch."), "context_tokens": context_tokens,
+              "draft_dtype": str(draft_dt).removeprefix("torch."),
+              "target_weights": str(target_weights).removeprefix("torch."), "context_tokens": context_tokens,
               **_costs(times[: len(calls)], cached["eager"], gammas),
               "weights_mib": {k: round(v / 2**20, 1) for k, v in weights.items()},
               "graphs": _costs(times[len(calls):], cached["graphs"], gammas) if graphs else None}

@@ -52,16 +52,38 @@ def test_the_draft_ships_only_what_it_does_not_share(local):
     assert torch.isclose(q[subset].sum(), torch.tensor(1.0)) and (q > 0).sum() <= len(subset) < 49152
 
 
-def test_on_a_bf16_cpu_the_draft_computes_in_bfloat16_and_the_target_in_float32(local):
+def test_on_a_bf16_cpu_both_models_compute_their_linear_layers_in_bfloat16(local):
     from specviz.engine.models.cpu_linear import RowsFirstLinear
     from specviz.engine.models.draft_precision import cpu_computes_bf16
+    from specviz.engine.models.target_precision import Bf16RowsLinear
 
-    assert all(p.dtype == torch.float32 for p in local.target.parameters())
     expected = torch.bfloat16 if cpu_computes_bf16() else torch.float32
-    assert local.draft_dtype == expected
+    assert local.draft_dtype == expected and local.target_weights == expected
     assert local.draft.model.layers[0].mlp.down_proj.weight.dtype == expected
-    # the target streams 538 MB of float32 weights a forward: every linear layer computed rows first
-    assert isinstance(local.target.model.layers[0].mlp.down_proj, RowsFirstLinear)
+    down = local.target.model.layers[0].mlp.down_proj
+    # the target streams 212 MB of bfloat16 weights a forward (538 MB in float32, computed rows first)
+    assert isinstance(down, Bf16RowsLinear if expected == torch.bfloat16 else RowsFirstLinear)
+    assert local.target.get_input_embeddings().weight.dtype == torch.float32
+
+
+def test_a_verify_pass_has_the_bits_of_target_only_decoding(local):
+    """The output law's premise on the real target: p at each of 9 positions of one pass is, bit for bit, the p of
+    9 one-position passes (engine/models/target_precision.py)."""
+    from specviz.engine.caches.cache import CachedModel
+
+    context = local.encode("Why is the sky blue?")
+    new = local.encode("The sky looks blue because air scatters")[-9:]
+    passes = []
+    for sizes in ([9], [1] * 9):
+        cache = CachedModel(local.target, local.vocab_size, keep_features=True)
+        cache.forward(context)
+        start = 0
+        logits = []
+        for size in sizes:
+            logits.append(cache.forward(new[start:start + size]))
+            start += size
+        passes.append(torch.cat(logits))
+    assert torch.equal(passes[0], passes[1])
 
 
 def test_prompts_go_through_the_chat_template(local):

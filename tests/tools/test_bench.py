@@ -52,6 +52,35 @@ def test_the_engine_twins_are_the_pair_without_its_cpu_choices(monkeypatch):
                                         device=cpu)) == (None, None)
 
 
+def test_the_twin_of_a_bf16_target_has_float32_layers_and_sdpa():
+    """Where the target's layers are bfloat16 (engine/models/target_precision.py), `bench` times a float32 copy
+    with plain layers and plain sdpa: the same weights' values, the pair left as it was."""
+    from types import SimpleNamespace
+
+    import torch
+    from transformers import AutoConfig, LlamaForCausalLM
+
+    from specviz.engine.models.target_precision import ROWWISE, Bf16RowsLinear, convert_target
+    from specviz.tools.bench import engine_twins
+
+    shape = dict(model_type="llama", hidden_size=32, intermediate_size=64, num_attention_heads=4,
+                 num_key_value_heads=2, vocab_size=512, num_hidden_layers=2, attn_implementation="sdpa")
+    torch.manual_seed(0)
+    target = LlamaForCausalLM(AutoConfig.for_model(**shape)).eval()
+    convert_target(target)
+    pair = SimpleNamespace(target=target, draft=target, dtype=torch.float32, draft_dtype=torch.float32,
+                           device=torch.device("cpu"))
+    plain, wide = engine_twins(pair)
+    assert wide is None and plain.config._attn_implementation == "sdpa"
+    assert target.config._attn_implementation == ROWWISE                                # the pair is untouched
+    up, twin_up = target.model.layers[0].mlp.up_proj, plain.model.layers[0].mlp.up_proj
+    assert isinstance(up, Bf16RowsLinear) and type(twin_up) is torch.nn.Linear
+    assert twin_up.weight.dtype == torch.float32 and torch.equal(twin_up.weight, up.weight.float())
+    ids = torch.tensor([[1, 2, 3]])
+    with torch.no_grad():  # the same function but for the rounding of each layer's input to bfloat16
+        assert torch.allclose(plain(ids).logits, target(ids).logits, atol=0.05)
+
+
 @pytest.mark.slow  # a whole quick bench on a tiny pair
 def test_run_bench_times_the_twins_beside_the_pair(monkeypatch, tmp_path):
     """On a tiny pair loaded as a large one would be on a bf16 CPU (bars lowered), `bench` reports the draft's

@@ -9,5 +9,6 @@
   lm_forward.py       the causal LM's forward with the last hidden state beside the logits
   half_precision.py   float16 where a GPU has no native bfloat16: does the pair stay finite?
   draft_precision.py  a memory-bound draft in bfloat16 on a CPU that computes it natively
+  target_precision.py a memory-bound target's linear layers in bfloat16 there, batch-invariant (exact)
   cpu_linear.py       CPU linear layers computed as W·hᵀ for the few rows of decoding
 """

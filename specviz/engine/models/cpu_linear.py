@@ -13,7 +13,8 @@ second, zero, column to take that path. Measured on this project's 2-core CPU (t
   - The whole target forward (`smollm2-local`, 128 tokens of context) for 1 / 2 / 5 positions:
     see docs/benchmarks.md.
 
-Applied on the CPU only (GPUs do not have this problem), to float32 layers: every plain linear layer of a model
+Applied on the CPU only (GPUs do not have this problem), to float32 layers (on a CPU that computes bfloat16
+natively a large target's layers are bfloat16 instead, target_precision.py): every plain linear layer of a model
 whose linear layers hold at least MIN_MODEL_WEIGHTS weights (such a model streams them from memory at every
 forward; a token-embedding table, only looked up, does not count), and a head of at least MIN_HEAD_WEIGHTS
 weights in any model. Small models, such as the Shakespeare pair (3.7M and 0.95M weights, in cache, bound

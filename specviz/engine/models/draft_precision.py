@@ -4,7 +4,7 @@ At batch size 1 a CPU forward of a draft with millions of weights is bound by re
 half the bytes, about half the time. The draft is the one model whose precision is free to choose,
 because exact speculative sampling never assumes q is close to p, only that the token was drawn from the
 q that verify reads (Leviathan, Kalman and Matias, "Fast Inference from Transformers via Speculative
-Decoding", arXiv:2211.17192, Thm 3.5 holds for any q). The target, and so the output law, stay in float32.
+Decoding", arXiv:2211.17192, Thm 3.5 holds for any q). The target's precision, and so the output law's, is target_precision.py's choice.
 
 Measured on this project's 2-core CPU (AVX512-BF16, torch 2.13): the `smollm2-local` draft (one layer,
 its 8,192-row head, the feature layer: 8.9M weights of its own) took 3.69 ms a call in float32 and 1.85 ms

@@ -53,6 +53,7 @@ class ModelPair:
     context_window: int = field(default=0)
     ref: Preset | None = None  # what load_pair was asked for: load_pair(pair.ref, device=pair.device) is this pair
     draft_dtype: torch.dtype | None = None  # what the draft computes in: dtype, or bfloat16 (draft_precision.py)
+    target_weights: torch.dtype | None = None  # the target's linear weights: dtype, or bfloat16 (target_precision.py)
     dtype_note: str = ""       # why dtype is not the one asked for (float16 that overflowed: half_precision.py)
     __hash__ = object.__hash__  # identity: pairs are compared and weakly referenced as objects
 
@@ -102,9 +103,10 @@ def on_evict(callback: Callable[[ModelPair], None]) -> None:
 
 def pair_key(spec: Preset, device: torch.device, dtype: torch.dtype) -> tuple:
     """One key per pair of models: folders by their real path, so any spelling of a folder shares one copy;
-    SPECVIZ_DRAFT_BF16 too, since it changes the draft that loads."""
+    SPECVIZ_DRAFT_BF16 and SPECVIZ_TARGET_BF16 too, since they change the models that load."""
     return (canonical(spec.draft), canonical(spec.target), str(device), str(dtype),
-            "draft-bf16" if settings.current().draft_bf16 else "draft-as-target")
+            "draft-bf16" if settings.current().draft_bf16 else "draft-as-target",
+            "target-bf16" if settings.current().target_bf16 else "target-as-loaded")
 
 
 def is_cached(pair: ModelPair) -> bool:
@@ -308,7 +310,7 @@ def _load(spec: Preset, device: torch.device, dtype: torch.dtype) -> ModelPair:
     except (ValueError, KeyError, OSError, RuntimeError) as err:
         raise ModelLoadError(f"could not give the draft {shown(spec.draft)!r} what it shares with the target: "
                              f"{_detail(err)}") from None
-    own_dtype = fit_to_device(draft, target, device, dtype)
+    own_dtype, target_weights = fit_to_device(draft, target, device, dtype)
     vocab = check_compatible(draft_tok, target_tok)
     for role, model in (("draft", draft), ("target", target)):
         if model.config.get_text_config().vocab_size < vocab:
@@ -320,7 +322,7 @@ def _load(spec: Preset, device: torch.device, dtype: torch.dtype) -> ModelPair:
                 model(torch.zeros((1, 4), dtype=torch.long, device=device), use_cache=True)
     return ModelPair(draft=draft, target=target, tokenizer=target_tok, vocab_size=vocab, device=device, dtype=dtype,
                      name=spec.name, chat=spec.chat, examples=spec.examples, context_window=window, ref=spec,
-                     draft_dtype=own_dtype)
+                     draft_dtype=own_dtype, target_weights=target_weights)
 
 
 def _load_checked(spec: Preset, device: torch.device, dtype: torch.dtype) -> ModelPair:

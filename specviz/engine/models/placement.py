@@ -1,8 +1,8 @@
 """Where and in what a pair runs: the device, the dtype, and the engine's per-device choices for the models.
 
 The device and dtype asked for are checked here (a ModelLoadError names what is wrong); `fit_to_device` then
-makes the choices `loading` applies to every pair it reads: a bfloat16 draft on a CPU that computes bfloat16
-natively, and rows-first linear layers on any CPU.
+makes the choices `loading` applies to every pair it reads: a bfloat16 draft and an exact bfloat16 target on a CPU
+that computes bfloat16 natively, and rows-first linear layers on any CPU.
 """
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from .. import settings
 from .cpu_linear import use_rows_first_linears
 from .draft_precision import convert_draft, draft_dtype
 from .presets import ModelLoadError
+from .target_precision import bf16_target_pays, convert_target
 
 
 def pick_device(device: str | None = None) -> torch.device:
@@ -46,13 +47,18 @@ def pick_dtype(device: torch.device, dtype: str | torch.dtype | None = None) -> 
     return torch.float16 if device.type == "mps" else torch.float32
 
 
-def fit_to_device(draft, target, device: torch.device, dtype: torch.dtype) -> torch.dtype:
-    """The engine's choices for where the pair runs, made in place; returns the dtype the draft computes in.
-    On a bf16 CPU a memory-bound draft computes in bfloat16 (draft_precision.py);
-    on any CPU, large layers compute their few rows as W·hᵀ (cpu_linear.py)."""
+def fit_to_device(draft, target, device: torch.device, dtype: torch.dtype) -> tuple[torch.dtype, torch.dtype]:
+    """The engine's choices for where the pair runs, made in place; returns the dtypes the draft computes in and the
+    target's linear layers hold. On a bf16 CPU a memory-bound draft computes in bfloat16 (draft_precision.py) and a
+    memory-bound target's linear layers too, batch-invariant (target_precision.py); on any CPU, other large float32
+    layers compute their few rows as W·hᵀ (cpu_linear.py)."""
     own_dtype = draft_dtype(draft, target, device, dtype, settings.current().draft_bf16)
     if own_dtype != dtype:
         convert_draft(draft, target, own_dtype)
+    target_weights = dtype
+    if bf16_target_pays(target, device, dtype, settings.current().target_bf16):
+        convert_target(target)
+        target_weights = torch.bfloat16
     for model in (draft, target):
         use_rows_first_linears(model, device)
-    return own_dtype
+    return own_dtype, target_weights

@@ -1,0 +1,149 @@
+"""engine/models/target_precision.py: a bfloat16 target whose verify has the bits of target-only decoding."""
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+from transformers import LlamaConfig, LlamaForCausalLM
+
+from specviz.engine.caches.cache import CachedModel
+from specviz.engine.models import target_precision
+from specviz.engine.models.target_precision import Bf16RowsLinear, bf16_target_pays, convert_target, rowwise_attention
+
+pytestmark = pytest.mark.cpu_only  # oneDNN's CPU kernels: on a GPU the target stays as loaded
+
+VOCAB = 300
+
+
+def tiny_target(seed: int = 0) -> LlamaForCausalLM:
+    """Two of SmolLM2-135M's layers (9 query heads, 3 key heads, its widths and rope) over a 300-token vocabulary
+    with a tied head: 7M weights, the geometry at which plain sdpa's bits depend on the pass's length."""
+    torch.manual_seed(seed)
+    config = LlamaConfig(vocab_size=VOCAB, hidden_size=576, intermediate_size=1536, num_hidden_layers=2,
+                         num_attention_heads=9, num_key_value_heads=3, tie_word_embeddings=True,
+                         rope_theta=100000.0, attn_implementation="sdpa")
+    return LlamaForCausalLM(config).eval()
+
+
+def converted(seed: int = 0) -> LlamaForCausalLM:
+    model = tiny_target(seed)
+    assert convert_target(model) == 2 * 7 + 1  # 7 linear layers a layer, and the head
+    return model
+
+
+CONTEXT = [(7 * i) % 290 + 3 for i in range(128)]  # a prompt's worth, as the verify timer's context
+NEW = [7, 250, 19, 19, 4, 101, 55, 8, 200]
+
+
+def one_at_a_time(model, new: list[int]) -> torch.Tensor:
+    cache = CachedModel(model, VOCAB)
+    cache.forward(CONTEXT)
+    return torch.cat([cache.forward([token]) for token in new])  # [n, V]
+
+
+@pytest.mark.parametrize("rows", [1, 3, 4, 9])
+def test_a_bf16_linear_rows_bits_do_not_depend_on_the_other_rows(rows):
+    torch.manual_seed(rows)
+    layer = Bf16RowsLinear(torch.nn.Linear(64, 1000))
+    hidden = torch.randn(9, 64)
+    alone = torch.cat([layer(hidden[i:i + 1]) for i in range(rows)])
+    assert torch.equal(layer(hidden[:rows]), alone)
+    # the product written out in float64 from the rounded operands: within bfloat16's rounding of the result
+    exact = (hidden[:rows].bfloat16().double() @ layer.weight.double().T + layer.bias.double())
+    assert layer(hidden[:rows]).dtype == torch.float32
+    assert torch.allclose(alone.double(), exact, rtol=2 ** -7, atol=1e-3)
+
+
+@pytest.mark.parametrize("n", [2, 5, 9])
+def test_a_verify_pass_has_the_bits_of_one_position_passes(n):
+    model = converted()
+    cache = CachedModel(model, VOCAB)
+    cache.forward(CONTEXT)
+    assert torch.equal(cache.forward(NEW[:n]), one_at_a_time(model, NEW[:n]))
+
+
+def test_without_one_query_attention_the_bits_differ():
+    """The reason for `rowwise_attention`: with bfloat16 linear layers and plain sdpa a verify's logits are not
+    target-only's (seed 0: off by 0.004 here), which the test above would catch."""
+    model = converted()
+    model.set_attn_implementation("sdpa")
+    cache = CachedModel(model, VOCAB)
+    cache.forward(CONTEXT)
+    assert not torch.equal(cache.forward(NEW), one_at_a_time(model, NEW))
+
+
+def test_drafts_scored_side_by_side_have_the_bits_of_each_one_alone():
+    model = converted(1)
+    drafts = [NEW[:4], NEW[4:8], [9, 9, 9, 9]]
+    cache = CachedModel(model, VOCAB)
+    cache.forward(CONTEXT)
+    cache.expand(len(drafts))
+    side_by_side = cache.forward_rows(drafts)  # [3, 4, V]
+    for row, draft in enumerate(drafts):
+        assert torch.equal(side_by_side[row], one_at_a_time(model, draft))
+
+
+def test_a_query_that_sees_scattered_keys_attends_to_exactly_those():
+    """A tree's mask: each query sees the context and its own branch, not a prefix of the keys."""
+    torch.manual_seed(2)
+    query, key, value = torch.randn(1, 4, 3, 8), torch.randn(1, 2, 6, 8), torch.randn(1, 2, 6, 8)
+    seen = torch.tensor([[1, 1, 1, 0, 0, 0], [1, 1, 0, 1, 0, 0], [1, 1, 0, 1, 0, 1]], dtype=torch.bool)
+    out, _ = rowwise_attention(None, query, key, value, seen[None, None], scaling=0.5)  # [1, 3, 4, D]
+    for i in range(3):
+        for head in range(4):
+            keys = [j for j in range(6) if seen[i, j]]
+            scores = [0.5 * float(query[0, head, i] @ key[0, head // 2, j]) for j in keys]  # 2 query heads a key
+            top = max(scores)
+            weights = [math.exp(s - top) for s in scores]
+            expected = sum(w * value[0, head // 2, j] for w, j in zip(weights, keys)) / sum(weights)
+            assert torch.allclose(out[0, i, head], expected, atol=1e-5)
+
+
+def test_greedy_decoding_over_verify_passes_writes_target_only_text():
+    """At T = 0, taking the argmax of 5-position passes and of 1-position passes gives the same 12 tokens."""
+    model = converted(3)
+    single = CachedModel(model, VOCAB)
+    single.forward(CONTEXT)
+    text = [int(single.forward([CONTEXT[-1]]).argmax())]
+    for _ in range(11):
+        text.append(int(single.forward([text[-1]]).argmax()))
+    batched = CachedModel(model, VOCAB)
+    batched.forward(CONTEXT)
+    logits = batched.forward([CONTEXT[-1]] + text[:4])  # the first 5 tokens' positions in one pass
+    assert [int(x) for x in logits.argmax(-1)] == text[:5]
+
+
+def test_the_converted_target_keeps_float32_embeddings_and_logits():
+    model = converted()
+    assert model.get_input_embeddings().weight.dtype == torch.float32
+    assert model.model.layers[0].mlp.down_proj.weight.dtype == torch.bfloat16
+    assert model.config._attn_implementation == target_precision.ROWWISE
+    assert one_at_a_time(model, NEW[:2]).dtype == torch.float32
+
+
+def test_it_applies_only_to_a_large_float32_sdpa_target_on_a_bf16_cpu(monkeypatch):
+    cpu, f32 = torch.device("cpu"), torch.float32
+    monkeypatch.setattr(target_precision, "cpu_computes_bf16", lambda: True)
+    monkeypatch.setattr(target_precision, "MIN_MODEL_WEIGHTS", 10_000)
+    model = tiny_target()
+    assert bf16_target_pays(model, cpu, f32)
+    assert not bf16_target_pays(model, cpu, f32, enabled=False)               # SPECVIZ_TARGET_BF16=0
+    assert not bf16_target_pays(model, torch.device("cuda"), f32)
+    assert not bf16_target_pays(model, cpu, torch.bfloat16)
+    model.config._attn_implementation = "eager"
+    assert not bf16_target_pays(model, cpu, f32)                              # only sdpa's masks are known
+    monkeypatch.setattr(target_precision, "MIN_MODEL_WEIGHTS", 10_000_000)
+    assert not bf16_target_pays(tiny_target(), cpu, f32)                      # per-call overhead, not memory
+    monkeypatch.setattr(target_precision, "cpu_computes_bf16", lambda: False)
+    monkeypatch.setattr(target_precision, "MIN_MODEL_WEIGHTS", 10_000)
+    assert not bf16_target_pays(tiny_target(), cpu, f32)                      # emulated bf16 is slower
+
+
+def test_the_off_switch_is_read_from_the_environment():
+    from specviz.engine.settings import Deployment
+
+    assert Deployment.from_environ({}).target_bf16
+    assert not Deployment.from_environ({"SPECVIZ_TARGET_BF16": "0"}).target_bf16
+    with pytest.raises(ValueError, match="SPECVIZ_TARGET_BF16 must be 1 or 0"):
+        Deployment.from_environ({"SPECVIZ_TARGET_BF16": "half"})
