@@ -63,6 +63,27 @@ def test_a_verify_pass_has_the_bits_of_one_position_passes(n):
     assert torch.equal(cache.forward(NEW[:n]), one_at_a_time(model, NEW[:n]))
 
 
+@pytest.mark.parametrize("model_type", target_precision.CHECKED_TYPES)
+def test_every_checked_family_verifies_with_the_bits_of_one_position_passes(model_type):
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    torch.manual_seed(0)
+    config = AutoConfig.for_model(model_type, vocab_size=VOCAB, hidden_size=128, intermediate_size=256,
+                                  num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+                                  attn_implementation="sdpa")
+    model = AutoModelForCausalLM.from_config(config).eval()
+    assert convert_target(model) > 0
+    cache = CachedModel(model, VOCAB)
+    cache.forward(CONTEXT)
+    assert torch.equal(cache.forward(NEW), one_at_a_time(model, NEW))
+
+
+def test_attention_it_does_not_compute_is_refused():
+    query = key = value = torch.zeros(1, 2, 3, 4)
+    with pytest.raises(ValueError, match="softcap"):
+        rowwise_attention(None, query, key, value, None, softcap=30.0)
+
+
 def test_without_one_query_attention_the_bits_differ():
     """The reason for `rowwise_attention`: with bfloat16 linear layers and plain sdpa a verify's logits are not
     target-only's (seed 0: off by 0.004 here), which the test above would catch."""
@@ -133,6 +154,8 @@ def test_it_applies_only_to_a_large_float32_sdpa_target_on_a_bf16_cpu(monkeypatc
     assert not bf16_target_pays(model, cpu, torch.bfloat16)
     model.config._attn_implementation = "eager"
     assert not bf16_target_pays(model, cpu, f32)                              # only sdpa's masks are known
+    model.config._attn_implementation, model.config.model_type = "sdpa", "gpt2"
+    assert not bf16_target_pays(model, cpu, f32)                              # a family not checked
     monkeypatch.setattr(target_precision, "MIN_MODEL_WEIGHTS", 10_000_000)
     assert not bf16_target_pays(tiny_target(), cpu, f32)                      # per-call overhead, not memory
     monkeypatch.setattr(target_precision, "cpu_computes_bf16", lambda: False)

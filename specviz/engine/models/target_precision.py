@@ -27,8 +27,10 @@ A verify's logits are then the bits of target-only decoding's, position by posit
 attention calls a layer instead of one (about 0.02 ms each here). The target stays a float32 model to every other
 part of the engine: its embeddings, its hidden states and its logits are float32.
 
-Used only on the CPU, when the pair loads in float32, the CPU has AVX512-BF16 or AMX, the target's attention is
-"sdpa" and its linear layers hold at least MIN_MODEL_WEIGHTS weights (the Shakespeare target's 3.7M are bound by
+Used only on the CPU, when the pair loads in float32, the CPU has AVX512-BF16 or AMX, the target is of a family
+whose attention this module was checked against (CHECKED_TYPES: plain scaled dot-product attention over the keys its
+mask shows; not GPT-2, whose Conv1D layers are not nn.Linear), its attention is "sdpa" and its linear layers hold at
+least MIN_MODEL_WEIGHTS weights (the Shakespeare target's 3.7M are bound by
 per-call overhead, not memory). `SPECVIZ_TARGET_BF16=0` keeps a float32 target (cpu_linear.py's rows-first layers).
 """
 from __future__ import annotations
@@ -40,6 +42,7 @@ from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
 from .cpu_linear import MIN_MODEL_WEIGHTS, RowsFirstLinear
 from .draft_precision import cpu_computes_bf16
 
+CHECKED_TYPES = ("llama", "mistral", "qwen2", "gpt_neox")  # SmolLM2, Pythia, Qwen2.5 among them
 MIN_ROWS = 4  # fewer rows take another oneDNN path (and a slower one: 15 against 11 ms for SmolLM2's layers)
 ROWWISE = "specviz_rowwise"
 
@@ -87,6 +90,8 @@ def _visible(attention_mask: torch.Tensor | None, b: int, n: int, length: int) -
 
 def rowwise_attention(module, query, key, value, attention_mask, scaling=None, dropout=0.0, **kwargs):
     """Attention for query [b, h, n, d] one query at a time (the module docstring says why); [b, n, h, d], None."""
+    if any(kwargs.get(name) is not None for name in ("softcap", "s_aux", "position_bias")):
+        raise ValueError("one-query-at-a-time attention computes plain attention: no softcap, sinks or position bias")
     b, heads, n, _ = query.shape
     gqa = key.shape[1] != heads
     outs = []
@@ -115,6 +120,7 @@ def linear_weights(model) -> int:
 def bf16_target_pays(target, device: torch.device, dtype: torch.dtype, enabled: bool = True) -> bool:
     """Does `target` compute its linear layers in bfloat16 here (the module docstring's conditions)?"""
     return (enabled and device.type == "cpu" and dtype == torch.float32 and cpu_computes_bf16()
+            and getattr(target.config, "model_type", None) in CHECKED_TYPES
             and getattr(target.config, "_attn_implementation", None) == "sdpa"
             and linear_weights(target) >= MIN_MODEL_WEIGHTS)
 
