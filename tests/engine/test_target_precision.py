@@ -94,6 +94,37 @@ def test_without_one_query_attention_the_bits_differ():
     assert not torch.equal(cache.forward(NEW), one_at_a_time(model, NEW))
 
 
+def test_the_static_cache_gives_the_bits_of_the_dynamic_one():
+    """The CUDA-graph path's static cache passes its own boolean mask over a longer key buffer (stale keys masked):
+    the same keys a query sees, so the same bits, through a verify, a rejection's crop and the next verify."""
+    model = converted(2)
+    caches = [CachedModel(model, VOCAB), CachedModel(model, VOCAB, static_len=len(CONTEXT) + 16)]
+    logits = []
+    for cache in caches:
+        cache.forward(CONTEXT)
+        first = cache.forward(NEW[:5])
+        cache.crop_to(len(CONTEXT) + 2)
+        logits.append(torch.cat([first, cache.forward(NEW[5:9])]))
+    assert torch.equal(logits[0], logits[1])
+
+
+def test_a_missing_mask_over_an_empty_longer_buffer_is_read_as_sdpa_reads_it():
+    """transformers drops the mask of a first pass over an empty static buffer: query i then sees keys 0..i."""
+    torch.manual_seed(4)
+    query, key, value = torch.randn(1, 2, 3, 8), torch.randn(1, 2, 7, 8), torch.randn(1, 2, 7, 8)
+    out, _ = rowwise_attention(None, query, key, value, None)
+    expected = torch.nn.functional.scaled_dot_product_attention(query, key[:, :, :3], value[:, :, :3], is_causal=True)
+    assert torch.allclose(out, expected.transpose(1, 2), atol=1e-6)
+
+
+def test_this_cpu_computes_a_bf16_row_with_the_same_bits_whatever_rows_are_beside_it():
+    from specviz.engine.models.draft_precision import cpu_computes_bf16
+
+    if not cpu_computes_bf16():
+        pytest.skip("no native bfloat16 here: the target stays float32 whatever this check says")
+    assert target_precision.rows_are_independent()
+
+
 def test_drafts_scored_side_by_side_have_the_bits_of_each_one_alone():
     model = converted(1)
     drafts = [NEW[:4], NEW[4:8], [9, 9, 9, 9]]

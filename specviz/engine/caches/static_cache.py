@@ -31,8 +31,11 @@ import torch
 
 from .. import settings
 from ..models.lm_forward import logits_and_hidden
+from ..models.target_precision import ROWWISE
 
-SUPPORTED_ATTENTION = ("sdpa", "eager")  # the implementations whose 4-D mask we know how to write
+# the implementations whose 4-D mask we know how to write (a bfloat16 target's one-query-at-a-time attention reads
+# sdpa's boolean mask: models/target_precision.py)
+SUPPORTED_ATTENTION = ("sdpa", "eager", ROWWISE)
 CAPTURE_LOCK = threading.Lock()  # one capture at a time in this process (each blocks the device while it runs)
 
 

@@ -15,9 +15,10 @@ decoding computes there (Thm 3.5 reads p as one function of the prefix). A float
 bfloat16, where every layer's input is rounded, such a difference grows to 0.3. So this target is made
 batch-invariant, bit for bit:
 
-  - `Bf16RowsLinear`: weights in bfloat16, the input rounded to bfloat16, the sums in float32 and the result back in
-    float32 (the residual stream, norms and attention stay float32); at least MIN_ROWS rows, the rest zeros: the
-    oneDNN kernel then gives a row the same bits whatever rows it is computed with;
+  - `Bf16RowsLinear`: weights in bfloat16, the input rounded to bfloat16, the sums in float32, the result rounded to
+    bfloat16 and handed on as float32 (the residual stream, norms and attention compute in float32); at least
+    MIN_ROWS rows, the rest zeros: the oneDNN kernel then gives a row the same bits whatever rows it is computed with,
+    which `rows_are_independent` checks on this CPU before the target is converted;
   - `rowwise_attention`: one query at a time, each over exactly the keys a one-position pass there sees, in the
     same call a one-position pass makes; drafts scored side by side and a tree's branches included (their mask
     picks each query's keys).
@@ -25,7 +26,8 @@ batch-invariant, bit for bit:
 A verify's logits are then the bits of target-only decoding's, position by position
 (tests/engine/test_target_precision.py), and greedy speculative decoding writes target-only's text. The cost: n
 attention calls a layer instead of one (about 0.02 ms each here). The target stays a float32 model to every other
-part of the engine: its embeddings, its hidden states and its logits are float32.
+part of the engine: its embeddings, hidden states and logits are float32 tensors (the logits, a linear layer's
+output, hold bfloat16's precision).
 
 Used only on the CPU, when the pair loads in float32, the CPU has AVX512-BF16 or AMX, the target is of a family
 whose attention this module was checked against (CHECKED_TYPES: plain scaled dot-product attention over the keys its
@@ -34,6 +36,8 @@ least MIN_MODEL_WEIGHTS weights (the Shakespeare target's 3.7M are bound by
 per-call overhead, not memory). `SPECVIZ_TARGET_BF16=0` keeps a float32 target (cpu_linear.py's rows-first layers).
 """
 from __future__ import annotations
+
+import functools
 
 import torch
 from transformers import AttentionInterface
@@ -77,8 +81,8 @@ class Bf16RowsLinear(torch.nn.Module):
 
 def _visible(attention_mask: torch.Tensor | None, b: int, n: int, length: int) -> list[list[object]]:
     """For each batch row and query: the number of keys it sees (a prefix), or the indices of the keys it sees."""
-    if attention_mask is None:  # a plain causal pass over the cache: query i sees the keys up to its own
-        return [[length - n + i + 1 for i in range(n)] for _ in range(b)]
+    if attention_mask is None:  # what sdpa's is_causal reads it as: one query sees every key, n queries a triangle
+        return [[length if n == 1 else i + 1 for i in range(n)] for _ in range(b)]
     seen = attention_mask if attention_mask.dtype == torch.bool else attention_mask == 0
     seen = seen[:, 0].expand(b, n, length)  # [b, n, L]
     counts = seen.sum(-1)  # [b, n]
@@ -111,6 +115,19 @@ AttentionInterface.register(ROWWISE, rowwise_attention)
 AttentionMaskInterface.register(ROWWISE, sdpa_mask)
 
 
+@functools.lru_cache(maxsize=1)
+def rows_are_independent() -> bool:
+    """Does this CPU's bfloat16 product give a row the same bits alone (padded to MIN_ROWS) as among 9, 17 and 136
+    rows? Kernels differ between CPUs (AVX512-BF16, AMX); where they do not, the target stays float32."""
+    generator = torch.Generator().manual_seed(0)
+    layer = Bf16RowsLinear(torch.nn.Linear(576, 1536))
+    with torch.no_grad():
+        layer.weight.copy_(torch.randn(1536, 576, generator=generator) * 0.02)
+        hidden = torch.randn(136, 576, generator=generator)
+        alone = layer(hidden[:1])
+        return all(torch.equal(layer(hidden[:rows])[:1], alone) for rows in (MIN_ROWS, 9, 17, 136))
+
+
 def linear_weights(model) -> int:
     """The weights a forward streams from memory: its linear layers' (an embedding table is only looked up)."""
     linears = [m for m in model.modules() if isinstance(m, (torch.nn.Linear, RowsFirstLinear))]
@@ -122,7 +139,7 @@ def bf16_target_pays(target, device: torch.device, dtype: torch.dtype, enabled: 
     return (enabled and device.type == "cpu" and dtype == torch.float32 and cpu_computes_bf16()
             and getattr(target.config, "model_type", None) in CHECKED_TYPES
             and getattr(target.config, "_attn_implementation", None) == "sdpa"
-            and linear_weights(target) >= MIN_MODEL_WEIGHTS)
+            and linear_weights(target) >= MIN_MODEL_WEIGHTS and rows_are_independent())
 
 
 def convert_target(model) -> int:
@@ -139,4 +156,5 @@ def convert_target(model) -> int:
         model.set_output_embeddings(Bf16RowsLinear(head))
         replaced += 1
     model.set_attn_implementation(ROWWISE)
+    model.config.tie_word_embeddings = False  # the head is now its own bfloat16 copy: tying it again would break it
     return replaced
