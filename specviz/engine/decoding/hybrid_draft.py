@@ -4,8 +4,9 @@ pair's draft model elsewhere, chosen afresh every round.
 One setting for a class's mixed prompts: text to copy (fix the spelling, quote, edit code) is copied at the
 lookup's speed, and an answer with nothing to copy is drafted by the model. The choice reads only the context (is
 there an earlier occurrence of the last n tokens, n >= `MIN_NGRAM`? with gamma auto: of any length the lookup
-tries, where its keep table says a copy after such a match is kept at least as often as a model draft), never the
-target's p or the round's uniforms, and each round's proposal carries the truthful q of the drafter chosen (a point mass on a copied token,
+tries, where its keep table and the copies made so far in this text say a copy after such a match is kept at least
+as often as a model draft; whether an earlier copy was kept is read from the text), never the target's p or the
+round's uniforms, and each round's proposal carries the truthful q of the drafter chosen (a point mass on a copied token,
 the draft's law on a sampled one): the output law is the target's (Leviathan et al. 2023, Appendix A.1, per round).
 
 The draft model keeps its cache across lookup rounds: the next round it drafts, it first reads every token it has
@@ -26,6 +27,7 @@ from .lookup_draft import LOOKUP_SOURCE, PromptLookup, in_template_header, never
 from .model_draft import ModelDraft
 
 MIN_NGRAM = 3  # the shortest match that chooses the lookup: one or two repeated tokens are common in any answer
+TABLE_WEIGHT = 2  # with gamma auto: the keep table's chance for a match length counts as this many copies seen
 
 
 class HybridDraft:
@@ -40,6 +42,17 @@ class HybridDraft:
         self.model = ModelDraft(pair, config, target, cache_options, generator)
         self.lookup = PromptLookup(pair, config, target, cache_options, generator)
         self.min_ngram = max(MIN_NGRAM, config.lookup_min_ngram)
+        self.copies: dict[int, tuple[int, int]] = {}  # match length -> (first tokens kept, copy rounds): this run's
+        self.last_copy: tuple[int, int, int] | None = None  # (position, token, match length) of the last copy's first
+
+    def _learn(self, context: TokenContext) -> None:
+        """Was the last copy's first token kept? The text says so: a rejected copy is replaced by a draw from the
+        residual norm(max(0, p - q)), which gives the copied token no mass (q is a point mass on it)."""
+        if self.last_copy is not None and len(context.ids) > self.last_copy[0]:
+            position, token, ngram = self.last_copy
+            kept, tried = self.copies.get(ngram, (0, 0))
+            self.copies[ngram] = (kept + (context.ids[position] == token), tried + 1)
+            self.last_copy = None
 
     @classmethod
     def reads_target_features(cls, pair: ModelPair) -> bool:
@@ -58,8 +71,12 @@ class HybridDraft:
     def chooses_lookup(self, context: TokenContext) -> bool:
         """Does the context hold an earlier occurrence of its last n tokens worth copying from? At a fixed gamma:
         n >= min_ngram. With gamma auto's rule: any n the lookup tries, where a token copied after a match of that
-        length is kept at least as often as the draft model's tokens are (the rule's two keep tables)."""
+        length is kept at least as often as the draft model's tokens are: the lookup's keep table, weighed as
+        TABLE_WEIGHT copies, then this text's own copies after matches of that length (a table measured mostly on
+        text made to be copied is too hopeful for free text, where a one-token match is kept 6% of the time at T =
+        0.7: docs/benchmarks.md). It first learns whether the last round's copy was kept, from the text."""
         config, rule = self.config, self.config.draft_length
+        self._learn(context)
         shortest = self.min_ngram if rule is None else config.lookup_min_ngram
         if config.lookup_max_ngram < shortest or in_template_header(self.pair, context):
             return False
@@ -67,13 +84,18 @@ class HybridDraft:
         match = lookup.propose(context.ids, 1, config.lookup_max_ngram, shortest, searchable, never_copied(self.pair))
         if not match.matched or rule is None:
             return match.matched
-        copied = rule.table(LOOKUP_SOURCE).chance(match.ngram / config.lookup_max_ngram)
+        table = rule.table(LOOKUP_SOURCE).chance(match.ngram / config.lookup_max_ngram)
+        kept, tried = self.copies.get(match.ngram, (0, 0))
+        copied = (TABLE_WEIGHT * table + kept) / (TABLE_WEIGHT + tried)  # the table, then this text's own copies
+        self.last_copy = (len(context.ids), match.tokens[0], match.ngram)
         return copied >= rule.table(ModelDraft.kind).prior
 
     def propose(self, context: TokenContext, gamma: int) -> Drafted:
         """The lookup's proposal where the context has a match (`chooses_lookup`), else the draft model's."""
         chosen = self.lookup if self.chooses_lookup(context) else self.model
         drafted = chosen.propose(context, gamma)
+        if chosen is not self.lookup or drafted.gamma == 0:
+            self.last_copy = None  # no copy this round: nothing to learn from the next
         drafted.detail = {"chose": chosen.kind, "details": chosen.source(drafted)}
         return drafted
 
@@ -83,6 +105,7 @@ class HybridDraft:
     def fork(self, target: CachedModel, generator: torch.Generator) -> HybridDraft:
         twin = copy.copy(self)
         twin.model = self.model.fork(target, generator)
+        twin.copies = dict(self.copies)
         return twin
 
     def cache_kinds(self) -> dict[str, str]:
