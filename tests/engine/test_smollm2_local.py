@@ -55,14 +55,16 @@ def test_the_draft_ships_only_what_it_does_not_share(local):
 def test_on_a_bf16_cpu_both_models_compute_their_linear_layers_in_bfloat16(local):
     from specviz.engine.models.cpu_linear import RowsFirstLinear
     from specviz.engine.models.draft_precision import cpu_computes_bf16
-    from specviz.engine.models.target_precision import Bf16RowsLinear
+    from specviz.engine.models.target_precision import Bf16RowsLinear, rows_are_independent
 
     expected = torch.bfloat16 if cpu_computes_bf16() else torch.float32
-    assert local.draft_dtype == expected and local.target_weights == expected
+    assert local.draft_dtype == expected
     assert local.draft.model.layers[0].mlp.down_proj.weight.dtype == expected
+    target = torch.bfloat16 if cpu_computes_bf16() and rows_are_independent() else torch.float32
+    assert local.target_weights == target
     down = local.target.model.layers[0].mlp.down_proj
     # the target streams 269 MB of bfloat16 weights a forward, its head included (538 MB in float32, rows first)
-    assert isinstance(down, Bf16RowsLinear if expected == torch.bfloat16 else RowsFirstLinear)
+    assert isinstance(down, Bf16RowsLinear if target == torch.bfloat16 else RowsFirstLinear)
     assert local.target.get_input_embeddings().weight.dtype == torch.float32
 
 
@@ -71,6 +73,8 @@ def test_a_verify_pass_has_the_bits_of_target_only_decoding(local):
     9 one-position passes (engine/models/target_precision.py)."""
     from specviz.engine.caches.cache import CachedModel
 
+    if local.target_weights != torch.bfloat16:
+        pytest.skip("no native bfloat16 here: a float32 target's passes differ by ~4e-5 (docs/benchmarks.md)")
     context = local.encode("Why is the sky blue?")
     new = local.encode("The sky looks blue because air scatters")[-9:]
     passes = []

@@ -9,9 +9,12 @@ from transformers import LlamaConfig, LlamaForCausalLM
 
 from specviz.engine.caches.cache import CachedModel
 from specviz.engine.models import target_precision
+from specviz.engine.models.draft_precision import cpu_computes_bf16
 from specviz.engine.models.target_precision import Bf16RowsLinear, bf16_target_pays, convert_target, rowwise_attention
 
 pytestmark = pytest.mark.cpu_only  # oneDNN's CPU kernels: on a GPU the target stays as loaded
+# the bits of bfloat16 products: native kernels (the only ones the engine converts a target for), not torch's emulation
+native_bf16 = pytest.mark.skipif(not cpu_computes_bf16(), reason="no native bfloat16 here: the target stays float32")
 
 VOCAB = 300
 
@@ -42,6 +45,7 @@ def one_at_a_time(model, new: list[int]) -> torch.Tensor:
     return torch.cat([cache.forward([token]) for token in new])  # [n, V]
 
 
+@native_bf16
 @pytest.mark.parametrize("rows", [1, 3, 4, 9])
 def test_a_bf16_linear_rows_bits_do_not_depend_on_the_other_rows(rows):
     torch.manual_seed(rows)
@@ -55,6 +59,7 @@ def test_a_bf16_linear_rows_bits_do_not_depend_on_the_other_rows(rows):
     assert torch.allclose(alone.double(), exact, rtol=2 ** -7, atol=1e-3)
 
 
+@native_bf16
 @pytest.mark.parametrize("n", [2, 5, 9])
 def test_a_verify_pass_has_the_bits_of_one_position_passes(n):
     model = converted()
@@ -63,6 +68,7 @@ def test_a_verify_pass_has_the_bits_of_one_position_passes(n):
     assert torch.equal(cache.forward(NEW[:n]), one_at_a_time(model, NEW[:n]))
 
 
+@native_bf16
 @pytest.mark.parametrize("model_type", target_precision.CHECKED_TYPES)
 def test_every_checked_family_verifies_with_the_bits_of_one_position_passes(model_type):
     from transformers import AutoConfig, AutoModelForCausalLM
@@ -84,6 +90,7 @@ def test_attention_it_does_not_compute_is_refused():
         rowwise_attention(None, query, key, value, None, softcap=30.0)
 
 
+@native_bf16
 def test_without_one_query_attention_the_bits_differ():
     """The reason for `rowwise_attention`: with bfloat16 linear layers and plain sdpa a verify's logits are not
     target-only's (seed 0: off by 0.004 here), which the test above would catch."""
@@ -94,6 +101,7 @@ def test_without_one_query_attention_the_bits_differ():
     assert not torch.equal(cache.forward(NEW), one_at_a_time(model, NEW))
 
 
+@native_bf16
 def test_the_static_cache_gives_the_bits_of_the_dynamic_one():
     """The CUDA-graph path's static cache passes its own boolean mask over a longer key buffer (stale keys masked):
     the same keys a query sees, so the same bits, through a verify, a rejection's crop and the next verify."""
@@ -117,14 +125,12 @@ def test_a_missing_mask_over_an_empty_longer_buffer_is_read_as_sdpa_reads_it():
     assert torch.allclose(out, expected.transpose(1, 2), atol=1e-6)
 
 
+@native_bf16
 def test_this_cpu_computes_a_bf16_row_with_the_same_bits_whatever_rows_are_beside_it():
-    from specviz.engine.models.draft_precision import cpu_computes_bf16
-
-    if not cpu_computes_bf16():
-        pytest.skip("no native bfloat16 here: the target stays float32 whatever this check says")
     assert target_precision.rows_are_independent()
 
 
+@native_bf16
 def test_drafts_scored_side_by_side_have_the_bits_of_each_one_alone():
     model = converted(1)
     drafts = [NEW[:4], NEW[4:8], [9, 9, 9, 9]]
@@ -152,6 +158,7 @@ def test_a_query_that_sees_scattered_keys_attends_to_exactly_those():
             assert torch.allclose(out[0, i, head], expected, atol=1e-5)
 
 
+@native_bf16
 def test_greedy_decoding_over_verify_passes_writes_target_only_text():
     """At T = 0, taking the argmax of 5-position passes and of 1-position passes gives the same 12 tokens."""
     model = converted(3)
