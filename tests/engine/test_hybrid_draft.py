@@ -58,7 +58,7 @@ def test_with_gamma_auto_the_text_s_own_copies_outweigh_the_table(pair):
     for next_token, copies in ((8, False), (9, True)):
         dec = make_decoder(pair, "KING", config)
         drafter = dec.drafter
-        assert drafter.chooses_lookup(context_of(first))
+        assert drafter.propose(context_of(first), 4).detail["chose"] == "lookup"
         again = first + [next_token, 2, 6, 7]  # another two-token match ("6 7"; "2 6 7" never occurred)
         assert drafter.chooses_lookup(context_of(again)) is copies
         assert drafter.copies == {2: (int(copies), 1)}

@@ -87,16 +87,16 @@ class HybridDraft:
         table = rule.table(LOOKUP_SOURCE).chance(match.ngram / config.lookup_max_ngram)
         kept, tried = self.copies.get(match.ngram, (0, 0))
         copied = (TABLE_WEIGHT * table + kept) / (TABLE_WEIGHT + tried)  # the table, then this text's own copies
-        self.last_copy = (len(context.ids), match.tokens[0], match.ngram)
         return copied >= rule.table(ModelDraft.kind).prior
 
     def propose(self, context: TokenContext, gamma: int) -> Drafted:
         """The lookup's proposal where the context has a match (`chooses_lookup`), else the draft model's."""
         chosen = self.lookup if self.chooses_lookup(context) else self.model
         drafted = chosen.propose(context, gamma)
-        if chosen is not self.lookup or drafted.gamma == 0:
-            self.last_copy = None  # no copy this round: nothing to learn from the next
-        drafted.detail = {"chose": chosen.kind, "details": chosen.source(drafted)}
+        where = chosen.source(drafted)
+        if chosen is self.lookup and drafted.gamma:  # the next round's text shows whether its first token was kept
+            self.last_copy = (len(context.ids), context.ids[where["start"]], where["ngram"])
+        drafted.detail = {"chose": chosen.kind, "details": where}
         return drafted
 
     def crop(self, keep: int) -> None:

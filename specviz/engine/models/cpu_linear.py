@@ -66,9 +66,7 @@ def use_rows_first_linears(model, device: torch.device) -> int:
     if plain_float32(head) and head.weight.numel() >= MIN_HEAD_WEIGHTS:
         model.set_output_embeddings(RowsFirstLinear(head))
         replaced += 1
-    # what a forward streams from memory: the linear layers' weights (an embedding table is only looked up)
-    linears = [m for m in model.modules() if plain_float32(m) or isinstance(m, RowsFirstLinear)]
-    if sum(m.weight.numel() for m in {id(m.weight): m for m in linears}.values()) < MIN_MODEL_WEIGHTS:
+    if streamed_weights(model) < MIN_MODEL_WEIGHTS:
         return replaced
     for module in list(model.modules()):
         for name, child in list(module.named_children()):
@@ -76,6 +74,13 @@ def use_rows_first_linears(model, device: torch.device) -> int:
                 setattr(module, name, RowsFirstLinear(child))
                 replaced += 1
     return replaced
+
+
+def streamed_weights(model) -> int:
+    """What a forward streams from memory: the float32 linear layers' weights, each shared tensor once (an embedding
+    table is only looked up)."""
+    linears = [m for m in model.modules() if plain_float32(m) or isinstance(m, RowsFirstLinear)]
+    return sum(m.weight.numel() for m in {id(m.weight): m for m in linears}.values())
 
 
 def plain_float32(module) -> bool:

@@ -43,7 +43,7 @@ import torch
 from transformers import AttentionInterface
 from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
 
-from .cpu_linear import MIN_MODEL_WEIGHTS, RowsFirstLinear
+from .cpu_linear import MIN_MODEL_WEIGHTS, RowsFirstLinear, streamed_weights
 from .draft_precision import cpu_computes_bf16
 
 CHECKED_TYPES = ("llama", "mistral", "qwen2", "gpt_neox")  # SmolLM2, Pythia, Qwen2.5 among them
@@ -128,18 +128,12 @@ def rows_are_independent() -> bool:
         return all(torch.equal(layer(hidden[:rows])[:1], alone) for rows in (MIN_ROWS, 9, 17, 136))
 
 
-def linear_weights(model) -> int:
-    """The weights a forward streams from memory: its linear layers' (an embedding table is only looked up)."""
-    linears = [m for m in model.modules() if isinstance(m, (torch.nn.Linear, RowsFirstLinear))]
-    return sum(m.weight.numel() for m in {id(m.weight): m for m in linears}.values())
-
-
 def bf16_target_pays(target, device: torch.device, dtype: torch.dtype, enabled: bool = True) -> bool:
     """Does `target` compute its linear layers in bfloat16 here (the module docstring's conditions)?"""
     return (enabled and device.type == "cpu" and dtype == torch.float32 and cpu_computes_bf16()
             and getattr(target.config, "model_type", None) in CHECKED_TYPES
             and getattr(target.config, "_attn_implementation", None) == "sdpa"
-            and linear_weights(target) >= MIN_MODEL_WEIGHTS and rows_are_independent())
+            and streamed_weights(target) >= MIN_MODEL_WEIGHTS and rows_are_independent())
 
 
 def convert_target(model) -> int:
