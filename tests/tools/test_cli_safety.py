@@ -176,3 +176,17 @@ def test_an_unreachable_hub_fails_within_seconds():
     elapsed = time.monotonic() - t0
     one_line_error(out, "cannot be reached")
     assert elapsed < 30, elapsed  # of which ~8 s is importing torch and transformers on this machine
+
+
+@pytest.mark.parametrize("name", ["SPECVIZ_TARGET_BF16", "SPECVIZ_DRAFT_BF16"])
+def test_a_bad_deployment_variable_stops_a_command_with_one_line_naming_it(name):
+    """The package's modules read the deployment as they load: `python -m specviz` reads it first."""
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, name: "half"}
+    out = subprocess.run([sys.executable, "-m", "specviz", "whatif", "--per-position", "0.9", "--cost-ratio", "0.1"],
+                         capture_output=True, text=True, timeout=120, env=env, check=False)
+    assert out.returncode == 2 and out.stdout == ""
+    assert out.stderr.strip().splitlines() == [f"error: {name} must be 1 or 0 (true/false), not 'half'"]
