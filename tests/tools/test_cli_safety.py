@@ -11,11 +11,14 @@ import shutil
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
+import tomllib
 
 from specviz.engine.models.presets import ASSETS
 
+ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.slow  # fresh interpreters in pseudo-terminals, model folders written to disk
 
 EVIL = '''
@@ -178,15 +181,19 @@ def test_an_unreachable_hub_fails_within_seconds():
     assert elapsed < 30, elapsed  # of which ~8 s is importing torch and transformers on this machine
 
 
-@pytest.mark.parametrize("name", ["SPECVIZ_TARGET_BF16", "SPECVIZ_DRAFT_BF16"])
-def test_a_bad_deployment_variable_stops_a_command_with_one_line_naming_it(name):
-    """The package's modules read the deployment as they load: `python -m specviz` reads it first."""
-    import os
-    import subprocess
-    import sys
+def console_script() -> list[str]:
+    """The `specviz` command as pyproject.toml declares it (module:function), run as an installed script runs it."""
+    module, function = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"]["specviz"].split(":")
+    return [sys.executable, "-c", f"import sys; from {module} import {function}; sys.exit({function}())"]
 
+
+@pytest.mark.parametrize("how", ["python -m specviz", "specviz"])
+@pytest.mark.parametrize("name", ["SPECVIZ_TARGET_BF16", "SPECVIZ_DRAFT_BF16"])
+def test_a_bad_deployment_variable_stops_a_command_with_one_line_naming_it(name, how):
+    """The package's modules read the deployment as they load: both entries read it first."""
+    entry = [sys.executable, "-m", "specviz"] if how == "python -m specviz" else console_script()
     env = {**os.environ, name: "half"}
-    out = subprocess.run([sys.executable, "-m", "specviz", "whatif", "--per-position", "0.9", "--cost-ratio", "0.1"],
-                         capture_output=True, text=True, timeout=120, env=env, check=False)
+    out = subprocess.run([*entry, "whatif", "--per-position", "0.9", "--cost-ratio", "0.1"],
+                         capture_output=True, text=True, timeout=120, env=env, check=False, cwd=ROOT)
     assert out.returncode == 2 and out.stdout == ""
     assert out.stderr.strip().splitlines() == [f"error: {name} must be 1 or 0 (true/false), not 'half'"]
