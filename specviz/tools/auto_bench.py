@@ -26,6 +26,7 @@ from ..engine.serving import auto_gamma
 from .cli_values import number_list, whole_list
 
 NOTHING_TO_COPY, COPY_HEAVY = "nothing-to-copy", "copy-heavy"
+RUNS = 2  # runs a prompt, by default (bench --runs)
 
 
 def prompt_groups(pair, drafter: str, quick: bool) -> dict[str, list[str]]:
@@ -106,14 +107,17 @@ def paired_ratio(runs_a: list[tuple[int, float]], runs_b: list[tuple[int, float]
 
 
 def run_auto_bench(preset=None, draft=None, target=None, device=None, drafter: str = "model",
-                   gammas=(1, 2, 3, 4), gamma_max: int = 8, temperatures=(0.7, 0.0), quick=False, seed=0) -> dict:
+                   gammas=(1, 2, 3, 4), gamma_max: int = 8, temperatures=(0.7, 0.0), quick=False, seed=0,
+                   runs: int = RUNS) -> dict:
+    """Every contender against target-only on the pair's prompt groups at each temperature (the module's recipe):
+    `runs` runs a prompt, at seeds seed .. seed + runs - 1."""
     new_tokens = 48 if quick else 64
     by_t = [contenders(drafter, list(gammas), gamma_max, t, new_tokens) for t in temperatures]  # validated first
     if not by_t:
         raise ValueError("--temperatures needs at least one temperature")
     pair = load_pair(preset, draft=draft, target=target, device=device)
     groups = prompt_groups(pair, drafter, quick)
-    seeds = range(seed, seed + 2)
+    seeds = range(seed, seed + runs)
     out = []
     for configs in by_t:
         # the rule at this pair's costs, measured before anything is timed; a warm-up run of each contender
@@ -155,6 +159,6 @@ def cmd_auto_bench(args) -> int:
                             drafter=args.drafter, gammas=whole_list("--gammas", args.gammas or "1,2,3,4"),
                             gamma_max=args.gamma_max,
                             temperatures=number_list("--temperatures", args.temperatures or "0.7,0"),
-                            quick=args.quick, seed=args.seed)
+                            quick=args.quick, seed=args.seed, runs=args.runs or RUNS)
     print(json.dumps(result) if args.json else auto_bench_text(result))
     return 0

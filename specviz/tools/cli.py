@@ -19,7 +19,9 @@ from ..engine.decoding.factory import make_decoder
 from ..engine.models.loading import load_pair
 from ..engine.models.presets import PRESETS, ModelLoadError
 from .cli_values import (
+    BENCH_RUNS_MAX,
     OneLineParser,
+    bench_runs,
     check_race_seconds,
     gamma_max_value,
     gamma_value,
@@ -110,16 +112,15 @@ def cmd_bench(args) -> int:
     from .preset_cost import run_preset_cost
 
     if args.threads is not None:  # e.g. the page's own count (every core but one), to compare with its counters
-        import torch
-
-        torch.set_num_threads(args.threads)
-
+        __import__("torch").set_num_threads(args.threads)
     if args.drafter == PromptLookup.kind and (args.drafts is not None or args.random_weights):
         raise ValueError("bench --drafter lookup runs the lookup bench: leave out --drafts and --random-weights")
     if args.gamma == GAMMA_AUTO or args.drafter == HybridDraft.kind:
         from .auto_bench import cmd_auto_bench
 
         return cmd_auto_bench(args)
+    if args.runs is not None:
+        raise ValueError("bench --runs sets the runs of the auto bench: use it with --gamma auto or --drafter auto")
     if args.drafts is not None:
         result = run_drafts_bench(preset=args.preset, draft=args.draft, target=args.target, device=args.device,
                                   drafts=whole_list("--drafts", args.drafts),
@@ -227,7 +228,6 @@ def cmd_loadtest(args) -> int:
         text = "\n".join(f"{k:32s} {v}" for k, v in result.items()) + "\n" + racers_text(racers)
         print(json.dumps({**result, "racers": racers}) if args.json else text)
         return 0
-
     result = run_loadtest(sessions=args.sessions, steps=args.steps, churn=args.churn)
     print(json.dumps(result) if args.json else "\n".join(f"{k:32s} {v}" for k, v in result.items()))
     return 0 if result["errors"] == 0 else 1
@@ -299,6 +299,8 @@ def add_bench(sub) -> None:
     bench.add_argument("--temperatures", default=None,
                        help="with --drafter lookup: the temperatures to run the copy-heavy examples at (default 0,0.7); "
                             "with --gamma auto or --drafter auto: the temperatures to run at (default 0.7,0)")
+    bench.add_argument("--runs", type=bench_runs, default=None, help="with --gamma auto or --drafter auto: runs per "
+                       f"prompt, seeds --seed, --seed + 1, ... (1..{BENCH_RUNS_MAX}; default 2)")
     bench.add_argument("--json", action="store_true")
     bench.add_argument("--random-weights", action="store_true",
                        help="a hub preset's draft and target built from their configs with random weights: "

@@ -74,6 +74,20 @@ def thread_count(text: str) -> int:
     return value
 
 
+BENCH_RUNS_MAX = 64  # bench --runs: runs per prompt of the auto bench (each a few seconds a contender on a CPU)
+
+
+def bench_runs(text: str) -> int:
+    """bench --runs: runs per prompt of the auto bench, seeds --seed, --seed + 1, ..."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if not 1 <= value <= BENCH_RUNS_MAX:
+        raise argparse.ArgumentTypeError(f"--runs must be a whole number in 1..{BENCH_RUNS_MAX}, not {text!r}")
+    return value
+
+
 def number_list(flag: str, text: str) -> list[float]:
     try:
         return [float(x) for x in text.split(",") if x.strip()]

@@ -47,6 +47,29 @@ def test_an_empty_list_of_gammas_or_drafts_is_refused_not_read_as_one(args):
     assert out.stderr.count("\n") == 1
 
 
+@pytest.mark.parametrize("args, message", [
+    (("--gamma", "auto", "--runs", "0"), "--runs must be a whole number in 1..64, not '0'"),
+    (("--gamma", "auto", "--runs", "65"), "--runs must be a whole number in 1..64, not '65'"),
+    (("--runs", "8"), "bench --runs sets the runs of the auto bench: use it with --gamma auto or --drafter auto"),
+])
+def test_bench_runs_out_of_range_or_without_the_auto_bench_is_one_error_line(args, message):
+    out = run_cli("bench", "--quick", *args)
+    assert out.returncode == 2 and out.stdout == ""
+    assert out.stderr.startswith("error: ") and message in out.stderr and out.stderr.count("\n") == 1
+
+
+def test_the_auto_bench_runs_each_prompt_at_runs_seeds_from_seed(pair, monkeypatch):
+    from specviz.tools import auto_bench
+
+    seen = []
+    monkeypatch.setattr(auto_bench, "load_pair", lambda *a, **k: pair)
+    monkeypatch.setattr(auto_bench.auto_gamma, "resolve", lambda pair_, c: dataclasses.replace(
+        c, draft_length=DraftLengthRule.drafting_on(c.gamma)) if c.gamma_auto else c)
+    monkeypatch.setattr(auto_bench, "_group", lambda pair_, prompts, configs, seeds: seen.append(list(seeds)) or {})
+    result = auto_bench.run_auto_bench(gammas=(2,), gamma_max=3, temperatures=(0.0,), quick=True, seed=5, runs=3)
+    assert seen == [[5, 6, 7]] and result["seeds"] == 3
+
+
 @pytest.mark.slow  # the verify's cost curve, the rule's probe run and two compared runs: minutes on 2 cores
 def test_report_runs_gamma_auto_beside_fixed_gammas_with_its_drafted_lengths(tmp_path):
     prompts = tmp_path / "prompts.txt"
