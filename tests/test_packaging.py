@@ -22,7 +22,7 @@ def test_static_files_and_the_command_are_declared():
     data = project["tool"]["setuptools"]["package-data"]
     assert {p.suffix for p in (ROOT / "specviz" / "app").iterdir() if p.suffix in (".js", ".css")} == {".js", ".css"}
     assert "*.js" in data["specviz.app"] and "*.css" in data["specviz.app"]
-    assert project["project"]["scripts"]["specviz"] == "specviz.tools.cli:main"
+    assert project["project"]["scripts"]["specviz"] == "specviz.__main__:main"  # reads the deployment, then the CLI
     pins = [line.split("#")[0].strip() for line in (ROOT / "requirements.txt").read_text().splitlines()]
     names = {p.split("==")[0].lower() for p in pins if "==" in p}
     declared = {d.split(">")[0].split("<")[0].split("=")[0].lower() for d in project["project"]["dependencies"]}
