@@ -200,15 +200,17 @@ class Stopper:
         self.survival = 1.0
         self.last_needed: float | None = None
 
-    def go_on(self, confidence: float) -> bool:
-        """The drafted token's confidence is in: True to draft another (never past gamma_max)."""
-        chance = self.table.chance(confidence)
+    def go_on(self, confidence: float, chance: float | None = None, ahead: float | None = None) -> bool:
+        """The drafted token's confidence is in: True to draft another (never past gamma_max). `chance`: its keep
+        chance where the drafter knows better than the table (None: the table's, by the confidence); `ahead`: the
+        keep chance of each further token (None: the table's prior)."""
+        chance = self.table.chance(confidence) if chance is None else float(chance)
         self.confidences.append(round(float(confidence), 6))
         self.keep.append(round(chance, 6))
         self.survival *= chance
         if len(self.keep) >= self.rule.gamma_max:
             return False
-        self.last_needed = self.rule.needed(self.keep, self.table.prior, self.draft_cost)
+        self.last_needed = self.rule.needed(self.keep, self.table.prior if ahead is None else ahead, self.draft_cost)
         return self.survival > self.last_needed
 
     def record(self, reason: str | None = None) -> DraftStop:

@@ -48,9 +48,9 @@ def test_with_gamma_auto_the_text_s_own_copies_outweigh_the_table(pair):
     """Planted: a copy after a two-token match is kept 0.5 by the table (weighed as TABLE_WEIGHT = 2 copies), a
     draft 0.4. One copy rejected at its first token (the text went on with 8, not the copied 9): (2 · 0.5 + 0) / 3 =
     0.33 < 0.4, so the next two-token match drafts with the model; one kept: (2 · 0.5 + 1) / 3 = 0.67, it copies."""
-    from specviz.engine.decoding import hybrid_draft
+    from specviz.engine.decoding import lookup_draft
 
-    assert hybrid_draft.TABLE_WEIGHT == 2
+    assert lookup_draft.TABLE_WEIGHT == 2
     lookup_table = KeepTable((0.2,) * 4 + (0.5,) * 3 + (0.9,) * 3)
     rule = DraftLengthRule(4, 0.1, (1.0, 1.1), (("model", KeepTable((0.4,), 100, 0.4)), ("lookup", lookup_table)))
     config = DecodeConfig(drafter="auto", gamma=4, gamma_auto=True, draft_length=rule)
@@ -61,10 +61,10 @@ def test_with_gamma_auto_the_text_s_own_copies_outweigh_the_table(pair):
         assert drafter.propose(context_of(first), 4).detail["chose"] == "lookup"
         again = first + [next_token, 2, 6, 7]  # another two-token match ("6 7"; "2 6 7" never occurred)
         assert drafter.chooses_lookup(context_of(again)) is copies
-        assert drafter.copies == {2: (int(copies), 1)}
+        assert drafter.lookup.copies[("first", 2)] == (int(copies), 1)
         twin = dec.fork(1).drafter
-        twin.copies[2] = (0, 9)
-        assert drafter.copies == {2: (int(copies), 1)}  # a fork (a race's other side) learns on its own
+        twin.lookup.copies[("first", 2)] = (0, 9)
+        assert drafter.lookup.copies[("first", 2)] == (int(copies), 1)  # a fork (a race's other side) learns alone
 
 
 def test_rounds_on_a_repeated_verse_copy_and_rounds_elsewhere_draft_and_the_trace_says_which(pair):

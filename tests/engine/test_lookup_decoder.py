@@ -146,3 +146,29 @@ def test_a_lookup_run_steps_in_the_run_layer_and_counts_only_target_caches(pair)
                       stateless=False)
     run.step()
     assert run.kv_bytes() > 0 and run.metrics()["steps"] == 1
+
+
+def test_with_gamma_auto_the_lookup_learns_how_far_its_copies_are_kept_from_the_text(pair):
+    """Planted: the lookup's table keeps a copied token with chance 0.9 (weighed as TABLE_WEIGHT = 2 copies); a pass
+    over 1..5 positions costs 1, 1.05, 1.1, 1.3, 1.5, so at 0.9 a copy runs to gamma 4. The text then keeps only the
+    first of the four tokens copied: "first" 1 kept of 1, "next" 0 of 1, so a first token's chance is (2 · 0.9 + 1)
+    / 3 = 0.93 and a following one's (2 · 0.9 + 0) / 3 = 0.6, and the next copy stops after its second token
+    (survival 0.93 · 0.6 = 0.56, under the 0.76 the rule needs to go on): read from the text alone."""
+    from specviz.core.draft_length import DraftLengthRule, KeepTable
+    from specviz.engine.decoding import lookup_draft
+    from tests.engine.test_hybrid_draft import context_of
+
+    assert lookup_draft.TABLE_WEIGHT == 2
+    rule = DraftLengthRule(4, 0.0, (1.0, 1.05, 1.1, 1.3, 1.5), (("lookup", KeepTable((0.9,), 100, 0.9)),))
+    dec = make_decoder(pair, "KING", DecodeConfig(drafter="lookup", gamma=4, gamma_auto=True, draft_length=rule))
+    lookup = dec.drafter
+    first = [5, 6, 7, 9, 4, 3, 2, 1, 6, 7]  # "6 7" occurred before: the copy is 9 4 3 2
+    assert lookup.propose(context_of(first), 4).tokens.tolist() == [9, 4, 3, 2]
+    again = first + [9, 8, 2, 6, 7]  # 9 kept, 8 where 4 was copied (a residual draw); "6 7" matches again
+    drafted = lookup.propose(context_of(again), 4)
+    assert lookup.copies == {("first", 2): (1, 1), ("next", 2): (0, 1)}
+    assert drafted.stop.keep == pytest.approx([0.9 * 2 / 3 + 1 / 3, 0.6]) and len(drafted.tokens) == 2
+    assert drafted.stop.reason == "doubt"
+    twin = lookup.fork(None, None)
+    twin.copies[("next", 2)] = (5, 5)
+    assert lookup.copies[("next", 2)] == (0, 1)  # a fork learns on its own

@@ -23,11 +23,10 @@ from ...core.config import DecodeConfig
 from ..caches.cache import CachedModel
 from ..models.loading import ModelPair
 from .drafting import Drafted, TokenContext
-from .lookup_draft import LOOKUP_SOURCE, PromptLookup, in_template_header, never_copied
+from .lookup_draft import PromptLookup, in_template_header, never_copied
 from .model_draft import ModelDraft
 
 MIN_NGRAM = 3  # the shortest match that chooses the lookup: one or two repeated tokens are common in any answer
-TABLE_WEIGHT = 2  # with gamma auto: the keep table's chance for a match length counts as this many copies seen
 
 
 class HybridDraft:
@@ -42,17 +41,6 @@ class HybridDraft:
         self.model = ModelDraft(pair, config, target, cache_options, generator)
         self.lookup = PromptLookup(pair, config, target, cache_options, generator)
         self.min_ngram = max(MIN_NGRAM, config.lookup_min_ngram)
-        self.copies: dict[int, tuple[int, int]] = {}  # match length -> (first tokens kept, copy rounds): this run's
-        self.last_copy: tuple[int, int, int] | None = None  # (position, token, match length) of the last copy's first
-
-    def _learn(self, context: TokenContext) -> None:
-        """Was the last copy's first token kept? The text says so: a rejected copy is replaced by a draw from the
-        residual norm(max(0, p - q)), which gives the copied token no mass (q is a point mass on it)."""
-        if self.last_copy is not None and len(context.ids) > self.last_copy[0]:
-            position, token, ngram = self.last_copy
-            kept, tried = self.copies.get(ngram, (0, 0))
-            self.copies[ngram] = (kept + (context.ids[position] == token), tried + 1)
-            self.last_copy = None
 
     @classmethod
     def reads_target_features(cls, pair: ModelPair) -> bool:
@@ -70,13 +58,12 @@ class HybridDraft:
 
     def chooses_lookup(self, context: TokenContext) -> bool:
         """Does the context hold an earlier occurrence of its last n tokens worth copying from? At a fixed gamma:
-        n >= min_ngram. With gamma auto's rule: any n the lookup tries, where a token copied after a match of that
-        length is kept at least as often as the draft model's tokens are: the lookup's keep table, weighed as
-        TABLE_WEIGHT copies, then this text's own copies after matches of that length (a table measured mostly on
-        text made to be copied is too hopeful for free text, where a one-token match is kept 6% of the time at T =
-        0.7: docs/benchmarks.md). It first learns whether the last round's copy was kept, from the text."""
+        n >= min_ngram. With gamma auto's rule: any n the lookup tries, where a copy's first token after a match of
+        that length is kept at least as often as the draft model's tokens are: the lookup's own chance for it, its
+        keep table weighed with this text's earlier copies (`PromptLookup.chance`; at T = 0.7 a one-token match's
+        copy is kept 6% of the time on free text: docs/benchmarks.md), which the lookup first reads from the text."""
         config, rule = self.config, self.config.draft_length
-        self._learn(context)
+        self.lookup.learn(context)
         shortest = self.min_ngram if rule is None else config.lookup_min_ngram
         if config.lookup_max_ngram < shortest or in_template_header(self.pair, context):
             return False
@@ -84,19 +71,13 @@ class HybridDraft:
         match = lookup.propose(context.ids, 1, config.lookup_max_ngram, shortest, searchable, never_copied(self.pair))
         if not match.matched or rule is None:
             return match.matched
-        table = rule.table(LOOKUP_SOURCE).chance(match.ngram / config.lookup_max_ngram)
-        kept, tried = self.copies.get(match.ngram, (0, 0))
-        copied = (TABLE_WEIGHT * table + kept) / (TABLE_WEIGHT + tried)  # the table, then this text's own copies
-        return copied >= rule.table(ModelDraft.kind).prior
+        return self.lookup.chance("first", match.ngram) >= rule.table(ModelDraft.kind).prior
 
     def propose(self, context: TokenContext, gamma: int) -> Drafted:
         """The lookup's proposal where the context has a match (`chooses_lookup`), else the draft model's."""
         chosen = self.lookup if self.chooses_lookup(context) else self.model
         drafted = chosen.propose(context, gamma)
-        where = chosen.source(drafted)
-        if chosen is self.lookup and drafted.gamma:  # the next round's text shows whether its first token was kept
-            self.last_copy = (len(context.ids), context.ids[where["start"]], where["ngram"])
-        drafted.detail = {"chose": chosen.kind, "details": where}
+        drafted.detail = {"chose": chosen.kind, "details": chosen.source(drafted)}
         return drafted
 
     def crop(self, keep: int) -> None:
@@ -105,7 +86,7 @@ class HybridDraft:
     def fork(self, target: CachedModel, generator: torch.Generator) -> HybridDraft:
         twin = copy.copy(self)
         twin.model = self.model.fork(target, generator)
-        twin.copies = dict(self.copies)
+        twin.lookup = self.lookup.fork(target, generator)
         return twin
 
     def cache_kinds(self) -> dict[str, str]:

@@ -11,6 +11,7 @@ device once per round.
 """
 from __future__ import annotations
 
+import copy
 from dataclasses import asdict, replace
 
 import torch
@@ -21,6 +22,7 @@ from ...core.trace import LookupTrace
 from .drafting import Drafted, ModelFreeDrafter, TokenContext
 
 LOOKUP_SOURCE = "lookup"  # its keep table's name in a draft length rule (core.draft_length)
+TABLE_WEIGHT = 2  # with gamma auto: the keep table's chance for a match length counts as this many copies seen
 CONTEXT_SHOWN = 6  # tokens shown before the matched n-gram on the card
 AFTER_SHOWN = 3    # and after the copied ones
 
@@ -38,7 +40,17 @@ def in_template_header(pair, context: TokenContext) -> bool:
 
 
 class PromptLookup(ModelFreeDrafter):
-    """Drafts copied from the context (config.lookup_max_ngram .. lookup_min_ngram, config.lookup_source)."""
+    """Drafts copied from the context (config.lookup_max_ngram .. lookup_min_ngram, config.lookup_source).
+
+    With gamma auto it also learns from this text's own copies: `copies` counts, per match length n, how often a
+    copy's first token was kept ("first") and how often a token after a kept one was ("next"). The text shows it: a
+    rejected copy is replaced by a draw from the residual norm(max(0, p - q)), which gives the copied token no mass
+    (q is a point mass on it), so a copy was kept exactly as far as the text agrees with it."""
+
+    def __init__(self, *args):
+        super().__init__(*args)
+        self.copies: dict[tuple[str, int], tuple[int, int]] = {}  # ("first" | "next", n) -> (kept, tried)
+        self.last_copy: tuple[int, list[int], int] | None = None  # (position, tokens, n) of the last proposal
 
     @classmethod
     def verify_sizes(cls, gamma: int) -> list[int]:
@@ -47,30 +59,66 @@ class PromptLookup(ModelFreeDrafter):
     def propose(self, context: TokenContext, gamma: int) -> Drafted:
         """The lookup's proposal (0..gamma tokens); q is a point mass on each, built on the device when needed."""
         config = self.config
+        self.learn(context)
         searchable = context.n_prompt if config.lookup_source == "prompt" else None
         proposal = lookup.LookupProposal(tokens=[]) if in_template_header(self.pair, context) else \
             lookup.propose(context.ids, gamma, config.lookup_max_ngram, config.lookup_min_ngram, searchable,
                            never_copied(self.pair))
         proposal, stop = self.cut(proposal)
+        if stop is not None and proposal.tokens:  # gamma auto: the next round's text shows how far it was kept
+            self.last_copy = (len(context.ids), list(proposal.tokens), proposal.ngram)
         tokens = torch.tensor(proposal.tokens, dtype=torch.long).to(self.pair.device)  # [k]: one copy to the device
         return Drafted(tokens=tokens, probs=None, detail=asdict(self._where(proposal, context)), stop=stop)
 
+    def learn(self, context: TokenContext) -> None:
+        """How far the last proposal was kept, read from the text once it holds the round's tokens: the first token
+        counts as a "first" try, each later token whose predecessors were all kept as a "next" one."""
+        if self.last_copy is None or len(context.ids) <= self.last_copy[0]:
+            return
+        position, tokens, n = self.last_copy
+        kept = 0
+        while kept < len(tokens) and position + kept < len(context.ids) and context.ids[position + kept] == tokens[kept]:
+            kept += 1
+        self._count(("first", n), kept >= 1)
+        for j in range(1, min(kept + 1, len(tokens))):  # token j was tried: all before it were kept
+            self._count(("next", n), j < kept)
+        self.last_copy = None
+
+    def _count(self, key: tuple[str, int], kept: bool) -> None:
+        done, tried = self.copies.get(key, (0, 0))
+        self.copies[key] = (done + kept, tried + 1)
+
+    def chance(self, kind: str, ngram: int) -> float:
+        """The keep chance of a copied token after an n-token match, `kind` "first" or "next": the lookup's keep
+        table (a token copied after a longer match is copied from a likelier place: confidence n /
+        lookup_max_ngram), weighed as TABLE_WEIGHT copies, then this text's own copies (a table measured mostly on
+        text made to be copied is too hopeful for free text: docs/benchmarks.md)."""
+        table = self.config.draft_length.table(LOOKUP_SOURCE).chance(ngram / self.config.lookup_max_ngram)
+        kept, tried = self.copies.get((kind, ngram), (0, 0))
+        return (TABLE_WEIGHT * table + kept) / (TABLE_WEIGHT + tried)
+
     def cut(self, proposal: lookup.LookupProposal) -> tuple[lookup.LookupProposal, DraftStop | None]:
-        """With gamma auto, the copy cut where the rule stops (core.draft_length). q is a point mass, so the
-        lookup's confidence in a copied token is the length of the match it was copied after, n / lookup_max_ngram
-        (a longer match is copied from a likelier place), and the lookup's keep table turns it into a keep chance;
-        the copy running out first is the stop's reason "copy"."""
+        """With gamma auto, the copy cut where the rule stops (core.draft_length), each copied token kept with the
+        chance `chance` gives (its first token's, then a following token's); the copy running out first is the
+        stop's reason "copy"."""
         rule = self.config.draft_length
         if rule is None:
             return proposal, None
         stopper = rule.start(LOOKUP_SOURCE, runs_a_model=False)  # a copy costs no draft forward
         confidence = proposal.ngram / self.config.lookup_max_ngram
+        first, following = (self.chance("first", proposal.ngram), self.chance("next", proposal.ngram)) \
+            if proposal.tokens else (None, None)
         kept, stopped = 0, False
         while kept < len(proposal.tokens) and not stopped:
             kept += 1
-            stopped = not stopper.go_on(confidence)
+            stopped = not stopper.go_on(confidence, first if kept == 1 else following, ahead=following)
         reason = None if stopped else "copy" if kept else "none"
         return replace(proposal, tokens=proposal.tokens[:kept]), stopper.record(reason)
+
+    def fork(self, target, generator) -> PromptLookup:
+        twin = copy.copy(self)  # learns on its own from here (a race's other side, a what-if's replay)
+        twin.copies = dict(self.copies)
+        return twin
 
     def _where(self, proposal: lookup.LookupProposal, context: TokenContext) -> LookupTrace:
         """Where this round's proposal stands in the context it was copied from."""
