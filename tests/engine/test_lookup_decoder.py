@@ -172,3 +172,23 @@ def test_with_gamma_auto_the_lookup_learns_how_far_its_copies_are_kept_from_the_
     twin = lookup.fork(None, None)
     twin.copies[("next", 2)] = (5, 5)
     assert lookup.copies[("next", 2)] == (0, 1)  # a fork learns on its own
+
+
+@pytest.mark.parametrize("drafter", ["lookup", "auto"])
+def test_a_run_resumed_from_plain_state_each_round_drafts_as_a_live_one_under_gamma_auto(pair, drafter):
+    """ZeroGPU steps a run from plain data (`state()` -> `resume=`), a new drafter each round: what the lookup learned
+    from its copies rides along in `DecoderState.learned`, so every round proposes and cuts as the live run's does."""
+    from specviz.core.draft_length import DraftLengthRule, KeepTable
+
+    rule = DraftLengthRule(4, 0.1, (1.0, 1.05, 1.1, 1.3, 1.5), (("model", KeepTable((0.4,), 100, 0.4)),
+                                                               ("lookup", KeepTable((0.9,), 100, 0.9))))
+    config = DecodeConfig(drafter=drafter, gamma=4, gamma_auto=True, draft_length=rule, max_new_tokens=48, seed=5)
+    prompt = "JULIET.\nO Romeo, Romeo, wherefore art thou Romeo?\nJULIET.\nO Romeo, Romeo"
+    live, hopping = make_decoder(pair, prompt, config), make_decoder(pair, prompt, config)
+    while not live.finished:
+        a = live.step()
+        hopping = make_decoder(pair, prompt, config, resume=hopping.state())
+        b = hopping.step()
+        assert (a.gamma, a.draft_stop.keep if a.draft_stop else None) == (b.gamma, b.draft_stop.keep if b.draft_stop else None)
+    assert live.tokens == hopping.tokens and live.drafter.learned() == hopping.drafter.learned()
+    assert live.drafter.learned()["copies"], "the run copied and learned"

@@ -89,6 +89,7 @@ class DecoderState:
     finished: bool
     records: list[StepRecord] = field(default_factory=list)  # speculative steps
     call_s: list[float] = field(default_factory=list)        # baseline forwards
+    learned: dict = field(default_factory=dict)  # what the drafter learned from the text so far (`Drafter.learned`)
 
 
 class Decoder:

@@ -13,6 +13,7 @@ Randomness comes only from the decoder's own `torch.Generator(seed)`: each regio
 """
 from __future__ import annotations
 
+import dataclasses
 import time
 
 import torch
@@ -70,6 +71,8 @@ class SpeculativeDecoder(Decoder):
         self.drafter_class = drafter or (drafter_class(config) if isinstance(config, DecodeConfig) else None)
         super().__init__(pair, prompt, config, resume=resume, static_cache=static_cache)
         self.drafter: Drafter = self.drafter_class(pair, config, self.target, self.cache_options, self.generator)
+        if resume is not None and resume.learned:  # a drafter that learns from the text goes on where it was
+            self.drafter.relearn(resume.learned)
         t0 = time.perf_counter()
         self.drafter.prefill(self._context())
         sync_device(pair.device)
@@ -95,6 +98,9 @@ class SpeculativeDecoder(Decoder):
 
     def held_bytes(self) -> int:
         return super().held_bytes() + self.drafter.held_bytes()
+
+    def state(self) -> DecoderState:
+        return dataclasses.replace(super().state(), learned=self.drafter.learned())
 
     def fork(self, seed: int):
         twin = super().fork(seed)

@@ -124,6 +124,13 @@ class Drafter(Protocol):
     def source(self, drafted: Drafted) -> dict:
         """The trace's draft-source details of this round (`DraftSource.details`): plain JSON data."""
 
+    def learned(self) -> dict:
+        """What it learned from the text so far, as plain data ({} for a drafter that learns nothing): a decoder's
+        `state()` carries it, so a run stepped from plain state (ZeroGPU's workers) drafts as a live one does."""
+
+    def relearn(self, learned: dict) -> None:
+        """Take back what `learned` returned."""
+
 
 class ModelFreeDrafter:
     """What a drafter that runs no model shares (prompt lookup, a rule over the context): no cache to prefill,
@@ -164,6 +171,12 @@ class ModelFreeDrafter:
 
     def source(self, drafted: Drafted) -> dict:
         return drafted.detail
+
+    def learned(self) -> dict:
+        return {}
+
+    def relearn(self, learned: dict) -> None:
+        pass
 
 
 def cache_kind(model: CachedModel) -> str:

@@ -101,3 +101,9 @@ class HybridDraft:
     def source(self, drafted: Drafted) -> dict:
         """{"chose": "lookup" | "model", "details": the chosen drafter's own source details}."""
         return drafted.detail
+
+    def learned(self) -> dict:
+        return self.lookup.learned()  # its choice reads the lookup's tally of copies
+
+    def relearn(self, learned: dict) -> None:
+        self.lookup.relearn(learned)

@@ -115,6 +115,17 @@ class PromptLookup(ModelFreeDrafter):
         reason = None if stopped else "copy" if kept else "none"
         return replace(proposal, tokens=proposal.tokens[:kept]), stopper.record(reason)
 
+    def learned(self) -> dict:
+        """The tallies and the last proposal, as plain JSON data."""
+        return {"copies": [[kind, n, kept, tried] for (kind, n), (kept, tried) in sorted(self.copies.items())],
+                "last_copy": None if self.last_copy is None else [self.last_copy[0], list(self.last_copy[1]),
+                                                                  self.last_copy[2]]}
+
+    def relearn(self, learned: dict) -> None:
+        self.copies = {(kind, int(n)): (int(kept), int(tried)) for kind, n, kept, tried in learned.get("copies", ())}
+        last = learned.get("last_copy")
+        self.last_copy = None if last is None else (int(last[0]), [int(t) for t in last[1]], int(last[2]))
+
     def fork(self, target, generator) -> PromptLookup:
         twin = copy.copy(self)  # learns on its own from here (a race's other side, a what-if's replay)
         twin.copies = dict(self.copies)

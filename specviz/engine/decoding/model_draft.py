@@ -186,3 +186,9 @@ class ModelDraft:
 
     def source(self, drafted: Drafted) -> dict:
         return {"reads_target": True} if reads_features(self.pair.draft) else {}
+
+    def learned(self) -> dict:
+        return {}  # its cache is rebuilt from the text: nothing else to carry
+
+    def relearn(self, learned: dict) -> None:
+        pass
