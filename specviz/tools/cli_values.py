@@ -26,15 +26,20 @@ def gamma_value(text: str) -> int | str:
         raise argparse.ArgumentTypeError(f"--gamma takes a whole number in 1..16 or auto, not {text!r}") from None
 
 
-def gamma_max_value(text: str) -> int:
-    """--gamma-max: a whole number in 1..16 (the config names the same range)."""
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if not GAMMA_MIN <= value <= GAMMA_MAX:
-        raise argparse.ArgumentTypeError(f"--gamma-max must be a whole number in {GAMMA_MIN}..{GAMMA_MAX}, not {text!r}")
-    return value
+def whole_number(flag: str, least: int, most: int):
+    """An argparse type for `flag`: a whole number in least..most, anything else refused in one line naming both."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = least - 1
+        if not least <= value <= most:
+            raise argparse.ArgumentTypeError(f"{flag} must be a whole number in {least}..{most}, not {text!r}")
+        return value
+    return parse
+
+
+gamma_max_value = whole_number("--gamma-max", GAMMA_MIN, GAMMA_MAX)  # the config names the same range
 
 
 def settle_gamma_max(args, default: int) -> None:
@@ -63,29 +68,10 @@ def whole_list(flag: str, text: str) -> list[int]:
     return values
 
 
-def thread_count(text: str) -> int:
-    """--threads: torch's intra-op threads for the whole command."""
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if not 1 <= value <= 1024:
-        raise argparse.ArgumentTypeError(f"--threads must be a whole number in 1..1024, not {text!r}")
-    return value
-
+thread_count = whole_number("--threads", 1, 1024)  # torch's intra-op threads for the whole command
 
 BENCH_RUNS_MAX = 64  # bench --runs: runs per prompt of the auto bench (each a few seconds a contender on a CPU)
-
-
-def bench_runs(text: str) -> int:
-    """bench --runs: runs per prompt of the auto bench, seeds --seed, --seed + 1, ..."""
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if not 1 <= value <= BENCH_RUNS_MAX:
-        raise argparse.ArgumentTypeError(f"--runs must be a whole number in 1..{BENCH_RUNS_MAX}, not {text!r}")
-    return value
+bench_runs = whole_number("--runs", 1, BENCH_RUNS_MAX)  # seeds --seed, --seed + 1, ...
 
 
 def number_list(flag: str, text: str) -> list[float]:

@@ -106,8 +106,7 @@ class PromptLookup(ModelFreeDrafter):
             return proposal, None
         stopper = rule.start(LOOKUP_SOURCE, runs_a_model=False)  # a copy costs no draft forward
         confidence = proposal.ngram / self.config.lookup_max_ngram
-        first, following = (self.chance("first", proposal.ngram), self.chance("next", proposal.ngram)) \
-            if proposal.tokens else (None, None)
+        first, following = self.chance("first", proposal.ngram), self.chance("next", proposal.ngram)
         kept, stopped = 0, False
         while kept < len(proposal.tokens) and not stopped:
             kept += 1
