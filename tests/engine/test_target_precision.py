@@ -158,6 +158,33 @@ def test_a_query_that_sees_scattered_keys_attends_to_exactly_those():
             assert torch.allclose(out[0, i, head], expected, atol=1e-5)
 
 
+
+def test_a_verify_pass_reads_its_mask_once_not_once_a_layer(monkeypatch):
+    """Every layer gets the same mask: which keys each query sees is worked out at the first layer only."""
+    reads = []
+    read = target_precision._visible
+    monkeypatch.setattr(target_precision, "_visible", lambda mask, *shape: reads.append(mask is not None) or
+                        read(mask, *shape))
+    model = tiny_target(3)
+    model.set_attn_implementation(target_precision.ROWWISE)
+    cache = CachedModel(model, VOCAB)
+    cache.forward(CONTEXT)
+    reads.clear()
+    cache.forward(NEW[:5])  # a verify over 5 positions: a 4-D mask, two layers
+    assert reads == [True]
+
+
+def test_a_mask_changed_in_place_is_read_again():
+    """The same mask object, written to after a first pass, shows the second pass its new keys."""
+    torch.manual_seed(5)
+    query, key, value = torch.randn(1, 2, 2, 8), torch.randn(1, 2, 5, 8), torch.randn(1, 2, 5, 8)
+    mask = torch.tensor([[1, 1, 1, 1, 0], [1, 1, 1, 1, 1]], dtype=torch.bool)[None, None]
+    first, _ = rowwise_attention(None, query, key, value, mask)
+    mask[0, 0, 0, 3] = False  # query 0 now sees keys 0..2
+    second, _ = rowwise_attention(None, query, key, value, mask)
+    fresh, _ = rowwise_attention(None, query, key, value, mask.clone())
+    assert torch.equal(second, fresh) and not torch.equal(second[0, 0], first[0, 0])
+
 @native_bf16
 def test_greedy_decoding_over_verify_passes_writes_target_only_text():
     """At T = 0, taking the argmax of 5-position passes and of 1-position passes gives the same 12 tokens."""
