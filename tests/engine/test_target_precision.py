@@ -158,7 +158,6 @@ def test_a_query_that_sees_scattered_keys_attends_to_exactly_those():
             assert torch.allclose(out[0, i, head], expected, atol=1e-5)
 
 
-
 def test_a_verify_pass_reads_its_mask_once_not_once_a_layer(monkeypatch):
     """Every layer gets the same mask: which keys each query sees is worked out at the first layer only."""
     reads = []
@@ -174,16 +173,30 @@ def test_a_verify_pass_reads_its_mask_once_not_once_a_layer(monkeypatch):
     assert reads == [True]
 
 
-def test_a_mask_changed_in_place_is_read_again():
-    """The same mask object, written to after a first pass, shows the second pass its new keys."""
-    torch.manual_seed(5)
-    query, key, value = torch.randn(1, 2, 2, 8), torch.randn(1, 2, 5, 8), torch.randn(1, 2, 5, 8)
-    mask = torch.tensor([[1, 1, 1, 1, 0], [1, 1, 1, 1, 1]], dtype=torch.bool)[None, None]
+def test_one_query_at_a_time_attends_as_sdpa_does_over_a_verify_pass():
+    """The float32 model, one query at a time with its mask read once, against plain sdpa: the same logits."""
+    model = tiny_target(6)
+    plain = CachedModel(model, VOCAB)
+    plain.forward(CONTEXT)
+    expected = plain.forward(NEW)  # [9, V]
+    model.set_attn_implementation(target_precision.ROWWISE)
+    rowwise = CachedModel(model, VOCAB)
+    rowwise.forward(CONTEXT)
+    assert torch.allclose(rowwise.forward(NEW), expected, atol=1e-5)
+
+
+def test_a_remembered_mask_written_to_is_read_again():
+    """The mask a forward built, written to after a first layer read it, shows the next layer its new keys."""
+    generator = torch.Generator().manual_seed(5)
+    query, key, value = (torch.randn(1, 2, 2, 8, generator=generator), torch.randn(1, 2, 5, 8, generator=generator),
+                         torch.randn(1, 2, 5, 8, generator=generator))
+    mask = target_precision.rowwise_mask(batch_size=1, q_length=2, kv_length=5, q_offset=3)  # [1, 1, 2, 5]
     first, _ = rowwise_attention(None, query, key, value, mask)
     mask[0, 0, 0, 3] = False  # query 0 now sees keys 0..2
     second, _ = rowwise_attention(None, query, key, value, mask)
     fresh, _ = rowwise_attention(None, query, key, value, mask.clone())
-    assert torch.equal(second, fresh) and not torch.equal(second[0, 0], first[0, 0])
+    assert torch.equal(second, fresh) and not torch.equal(second[:, 0], first[:, 0])
+
 
 @native_bf16
 def test_greedy_decoding_over_verify_passes_writes_target_only_text():

@@ -95,13 +95,15 @@ def _visible(attention_mask: torch.Tensor | None, b: int, n: int, length: int) -
 
 
 class _FreshMask(threading.local):
-    """The mask `rowwise_mask` built last in this thread (a weak reference: it never outlives the forward), and which
-    keys each of its queries sees, worked out at the first layer that reads it. Every layer of a forward gets that
-    same mask object, read-only, so working it out once a forward instead of once a layer saves about 1.5 ms of a
-    verify over 2 positions of SmolLM2-135M's 30 layers (a dozen small operations and two reads each, measured on
-    this project's 2-core CPU). Any other mask (a static cache's, a test's) is read at every call."""
+    """The mask `rowwise_mask` built last in this thread (a weak reference: it does not keep the mask alive), which
+    keys each of its queries sees, worked out at the first layer that reads it, and a copy of the mask then. A
+    forward hands that mask object to each of its layers, so working it out once a forward instead of once a layer
+    saves about 1.5 ms of a verify over 2 positions of SmolLM2-135M's 30 layers (a dozen small operations and two
+    reads each, against one comparison with the copy; measured on this project's 2-core CPU). A mask written to
+    since, or any other (a static cache's, a second mask of a model with sliding-window layers), is read afresh."""
     mask: weakref.ref | None = None
     shape: tuple | None = None
+    copy: torch.Tensor | None = None
     visible: list | None = None
 
 
@@ -111,7 +113,8 @@ _fresh = _FreshMask()
 def rowwise_mask(*args, **kwargs) -> torch.Tensor | None:
     """sdpa's boolean mask (`sdpa_mask`, what this attention reads), remembered as this thread's fresh mask."""
     mask = sdpa_mask(*args, **kwargs)
-    _fresh.mask, _fresh.shape, _fresh.visible = (None if mask is None else weakref.ref(mask)), None, None
+    _fresh.mask = None if mask is None else weakref.ref(mask)
+    _fresh.shape, _fresh.copy, _fresh.visible = None, None, None
     return mask
 
 
@@ -119,8 +122,9 @@ def _visible_once(attention_mask: torch.Tensor | None, b: int, n: int, length: i
     """`_visible`, worked out once for all the layers of a forward where the mask is the fresh one (`_FreshMask`)."""
     if attention_mask is None or _fresh.mask is None or _fresh.mask() is not attention_mask:
         return _visible(attention_mask, b, n, length)
-    if _fresh.shape != (b, n, length):
-        _fresh.shape, _fresh.visible = (b, n, length), _visible(attention_mask, b, n, length)
+    if _fresh.shape != (b, n, length) or not torch.equal(attention_mask, _fresh.copy):
+        _fresh.shape, _fresh.copy = (b, n, length), attention_mask.clone()
+        _fresh.visible = _visible(attention_mask, b, n, length)
     return _fresh.visible
 
 
