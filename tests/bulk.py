@@ -77,10 +77,16 @@ class PrefixTables:
         return mass
 
 
-def emitted_sequences(tables: PrefixTables, gamma: int, horizon: int, n: int, seed: int) -> np.ndarray:
+def emitted_sequences(tables: PrefixTables, gamma: int, horizon: int, n: int, seed: int, go_on=None,
+                      drafted: list | None = None, planted_drop: bool = False) -> np.ndarray:
     """Counts over the V**horizon sequences of the first `horizon` tokens that speculative rounds emit, `n`
     samples advanced round by round together: each round drafts gamma tokens from the draft's rows after the
-    sample's prefix, verifies them against the target's rows in one `verify_round` call for the whole batch."""
+    sample's prefix, verifies them against the target's rows in one `verify_round` call for the whole batch.
+
+    `go_on(confidences) -> bool`, where given: after each drafted token, whether that sample's round drafts another
+    (gamma auto: `confidences` are the draft's probabilities of the tokens this round drew so far, a tuple); the
+    samples are then verified in groups of one drafted length. `drafted`: a list the rounds' drafted lengths go to.
+    `planted_drop`: PLANTED, a rule that drops the token it stopped on (past the first), as a copied `p_min` would."""
     gen = torch.Generator().manual_seed(seed)
     vocab = tables.vocab
     codes = torch.zeros(n, dtype=torch.long)      # the emitted prefix, base V
@@ -88,7 +94,9 @@ def emitted_sequences(tables: PrefixTables, gamma: int, horizon: int, n: int, se
     while (lengths < horizon).any():
         live = (lengths < horizon).nonzero().squeeze(-1)
         code, length = codes[live], lengths[live]
-        p_rows, q_rows, drafts = [], [], []
+        p_rows, q_rows, drafts, confidences = [], [], [], []
+        going = torch.ones(len(live), dtype=torch.bool)
+        k = torch.full((len(live),), gamma, dtype=torch.long)   # each sample's drafted length this round
         for i in range(gamma + 1):                # 1. draft, with the rows each position is judged by
             row = tables.index(code, length + i)
             p_rows.append(tables.target[row])
@@ -97,11 +105,24 @@ def emitted_sequences(tables: PrefixTables, gamma: int, horizon: int, n: int, se
             q_rows.append(tables.draft[row])
             token = draw(q_rows[-1], torch.rand(len(live), generator=gen, dtype=torch.float64))
             drafts.append(token)
+            confidences.append(q_rows[-1].gather(1, token[:, None])[:, 0])
             code = code * vocab + token
+            if go_on is not None and i < gamma - 1:  # the rule, for the samples still drafting
+                asked = going.nonzero().squeeze(-1)
+                history = torch.stack(confidences, 1)[asked].tolist()
+                stop = asked[torch.tensor([not go_on(tuple(h)) for h in history], dtype=torch.bool)]
+                going[stop], k[stop] = False, max(i, 1) if planted_drop else i + 1
         uniforms = torch.rand(len(live), gamma + vocab, generator=gen, dtype=torch.float64)
-        out = verify_round(torch.stack(p_rows, 1), torch.stack(q_rows, 1), torch.stack(drafts, 1), uniforms)
-        emitted = out.tokens                       # [live, gamma+1], NO_TOKEN after the last
-        for j in range(gamma + 1):                 # 2. append what the round emitted, up to the horizon
+        p_all, q_all, d_all = torch.stack(p_rows, 1), torch.stack(q_rows, 1), torch.stack(drafts, 1)
+        emitted = torch.full((len(live), gamma + 1), -1, dtype=torch.long)  # [live, gamma+1], -1 after the last
+        for size in k.unique().tolist():          # 2. verify each drafted length's samples in one call
+            group = (k == size).nonzero().squeeze(-1)
+            out = verify_round(p_all[group, : size + 1], q_all[group, :size], d_all[group, :size],
+                               torch.cat([uniforms[group, :size], uniforms[group, gamma:]], 1))
+            emitted[group, : size + 1] = out.tokens
+        if drafted is not None:
+            drafted += k.tolist()
+        for j in range(gamma + 1):                 # 3. append what the round emitted, up to the horizon
             take = (emitted[:, j] >= 0) & (lengths[live] < horizon)
             rows = live[take]
             codes[rows] = codes[rows] * vocab + emitted[take, j]

@@ -250,16 +250,21 @@ def test_three_position_joint_law_matches_target_chain_by_exact_enumeration():
         assert law.get(seq, 0.0) == pytest.approx(expected, abs=1e-9)
 
 
+def random_prefix_tables(vocab: int, longest: int, seed: int) -> bulk.PrefixTables:
+    """Random target and draft rows (Dirichlet 0.7) for every prefix of up to `longest` tokens."""
+    gen = torch.Generator().manual_seed(seed)
+    tables_t = {pre: random_probs(gen, (vocab,), 0.7).float() for n in range(longest + 1)
+                for pre in itertools.product(range(vocab), repeat=n)}
+    tables_d = {pre: random_probs(gen, (vocab,), 0.7).float() for pre in tables_t}
+    return bulk.PrefixTables(tables_t, tables_d, vocab)
+
+
 def test_three_position_joint_law_matches_target_chain_by_sampling():
     """N = 200,000 samples (gamma = 3, V = 3, prefix-dependent rows) advanced round by round in bulk until 3 tokens:
     chi-square over the 27 sequences (at most 20 bins of >= 5% mass), p > 1e-3; catches w >= 0.015 with power 0.9
     (at the former 20,000 runs: w >= 0.046)."""
     vocab, gamma, horizon = 3, 3, 3
-    gen = torch.Generator().manual_seed(8)
-    tables_t = {pre: random_probs(gen, (vocab,), 0.7).float() for n in range(horizon + gamma + 1)
-                for pre in itertools.product(range(vocab), repeat=n)}
-    tables_d = {pre: random_probs(gen, (vocab,), 0.7).float() for pre in tables_t}
-    tables = bulk.PrefixTables(tables_t, tables_d, vocab)
+    tables = random_prefix_tables(vocab, horizon + gamma, seed=8)
     counts = bulk.emitted_sequences(tables, gamma, horizon, N_BULK, seed=8)
     seqs = list(itertools.product(range(vocab), repeat=horizon))
     assert chi_square_pvalue(counts, [tables.law(s) for s in seqs]) > P_MIN
