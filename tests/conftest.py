@@ -48,20 +48,48 @@ def page_settings():
 BROWSER_FIXTURES = {"browser", "page"}  # tests/app/conftest.py: Debian's chromium through Playwright
 
 
+def drives_chromium(item) -> bool:
+    """Whether the test takes the `browser` or `page` fixture (a parameter of that name is not the fixture)."""
+    params = getattr(getattr(item, "callspec", None), "params", {})
+    return bool(BROWSER_FIXTURES & (set(getattr(item, "fixturenames", ())) - set(params)))
+
+
 def pytest_collection_modifyitems(items):
     """Every test that drives chromium, or sits in a browser module (tests/app/test_browser*.py) beside such tests, is
-    `slow` (pyproject.toml's markers): `python -m pytest -m "not slow"` is the inner loop. A chromium test is also
-    `alone`: it times keys, scrolls and events against a page served on the same two cores, and beside the other
-    worker's test it failed now and then under `-n 2` (three different browser tests in three full runs)."""
+    `slow` (pyproject.toml's markers): `python -m pytest -m "not slow"` is the inner loop. Then the run's order
+    (`in_run_order`)."""
     for item in items:
-        if BROWSER_FIXTURES & set(getattr(item, "fixturenames", ())) or item.path.name.startswith("test_browser"):
+        if drives_chromium(item) or item.path.name.startswith("test_browser"):
             item.add_marker(pytest.mark.slow)
-            if BROWSER_FIXTURES & set(getattr(item, "fixturenames", ())):
-                item.add_marker(pytest.mark.alone)
+    if os.environ.get("PYTEST_XDIST_WORKER"):  # `-n 0` (a debugger, `-x`, tools/mutation_check.py) keeps file order
+        items[:] = in_run_order(items)
+
+
+def in_run_order(items: list) -> list:
+    """The run's order under pytest-xdist (pyproject.toml turns xdist's own reordering off, so its workers take the
+    files in this order): the files without chromium or an `alone` test, those with a `slow` test first (the laws and
+    subprocesses), the ones with more tests first within each (xdist's own heuristic: big files early, small ones fill
+    the end); then the chromium files; then the files with an `alone` test.
+
+    - A chromium test waits for events of a page served on the same two cores. Beside the other worker's laws and
+      subprocesses it failed now and then (three different browser tests in three full runs, when they ran amid the
+      rest); at the end, both workers run chromium tests, which mostly wait on the page, side by side.
+    - An `alone` test (the page's speed against the bench, the load tests) waits for the other worker's test in
+      progress and starts nothing meanwhile: amid the others it would run the other worker's tests one at a time;
+      last, the alone tests run one after another while the rest is done."""
+    files: dict = {}
+    for item in items:
+        files.setdefault(item.path, []).append(item)
+
+    def key(tests):
+        return (any(t.get_closest_marker("alone") for t in tests), any(drives_chromium(t) for t in tests),
+                not any(t.get_closest_marker("slow") for t in tests), -len(tests))
+
+    return [item for tests in sorted(files.values(), key=key) for item in tests]
 
 
 @pytest.fixture(autouse=True)
-def _one_machine(request):
+def _one_machine(request, monkeypatch):
     """Under pytest-xdist the two workers share the machine's two cores. A test marked `alone` times the machine
     (a page against the bench, latencies under load) and runs while no other test runs: it takes a lock file
     exclusively, every other test takes it shared. An `alone` test that waits raises a flag first, so the other
@@ -82,6 +110,9 @@ def _one_machine(request):
             while flag.exists():  # an alone test is waiting: start nothing new
                 time.sleep(0.05)
             fcntl.flock(lock, fcntl.LOCK_SH)
+            # a process the test starts computes on one thread, as this worker's torch does: two threads beside the
+            # other worker's test oversubscribe the two cores (a subprocess's GGUF de-quantising took 61 s, 31 s alone)
+            monkeypatch.setenv("OMP_NUM_THREADS", "1")
         try:
             yield
         finally:
