@@ -49,6 +49,23 @@ def verify_cost_at(curve: Sequence[float], n: int) -> float:
     return float(curve[last - 1] + slope * (n - last))
 
 
+def straightened(curve: Sequence[float]) -> list[float]:
+    """[V(1) = 1, V(2), ...] with V(2) .. V(n_max) replaced by their least-squares line (its slope >= 0). What a rule
+    that stops drafting reads is the cost of one more position, V(n + 1) - V(n): the difference of two timings, whose
+    noise on a busy CPU (a one-position pass moves 46-78 ms from step to step, docs/benchmarks.md) is as large as the
+    step itself, so a raw curve prices some steps at 0 and others at double. The line prices every step at the slope
+    that all the measured points give together. V(2) keeps its own intercept: the first extra position may cost a jump
+    (a matrix-vector kernel giving way to a matrix one). A line that starts below 1 is raised to V(2) = 1, not cut
+    there: cutting would price the first steps below the slope."""
+    values = check_verify_costs(curve)
+    ns, ys = range(2, len(values) + 1), values[1:]
+    mean_n, mean_y = sum(ns) / len(ns), sum(ys) / len(ys)
+    spread = sum((n - mean_n) ** 2 for n in ns)
+    slope = max(0.0, sum((n - mean_n) * (y - mean_y) for n, y in zip(ns, ys)) / spread) if spread else 0.0
+    start = max(1.0, mean_y + slope * (2 - mean_n))  # V(2)
+    return [1.0] + [start + slope * (n - 2) for n in ns]
+
+
 def round_cost(gamma: int, c: float, curve: Sequence[float], drafts: int = 1) -> float:
     """What a round costs in one-token target passes: gamma draft forwards of c and one target pass over the
     round's positions (gamma + 1 with one draft; k chains verified as k rows of gamma + 1: about k (gamma + 1)

@@ -27,8 +27,8 @@ import threading
 from collections import OrderedDict
 
 from ...core.config import DecodeConfig
-from ...core.draft_length import DraftLengthRule, fit_keep_table, non_decreasing
-from ...core.verify_cost import verify_cost_at
+from ...core.draft_length import DraftLengthRule, fit_keep_table
+from ...core.verify_cost import straightened, verify_cost_at
 from .. import limits
 from ..decoding.factory import make_decoder
 from . import costs
@@ -98,8 +98,9 @@ def measured_curve(pair, n_max: int, hold=None) -> list[float]:
 def measure_rule(pair, config: DecodeConfig, hold=None) -> DraftLengthRule:
     """The rule at this pair's measured costs (the module's recipe)."""
     gamma_max = config.gamma
-    # a pass over more positions costs no less than one over fewer: what the timing says otherwise is noise, pooled
-    curve = non_decreasing([max(1.0, v) for v in measured_curve(pair, gamma_max + 1, hold)])
+    # the rule prices each further position by the curve's step: the line through the measured points, whose
+    # slope all of them give, not the difference of two noisy timings (`straightened`)
+    curve = straightened(measured_curve(pair, gamma_max + 1, hold)[: max(costs.APP_VERIFY_N, gamma_max + 1)])
     samples: dict[str, tuple[list, list]] = {}
     draft_s, verify_s = [], []
     for source in SOURCES.get(config.drafter, (config.drafter,)):
