@@ -14,7 +14,7 @@ import itertools
 import numpy as np
 import torch
 
-from specviz.core.sampling import verify_round
+from specviz.core.sampling import NO_TOKEN, verify_round
 
 
 def draw(rows: torch.Tensor, uniforms: torch.Tensor) -> torch.Tensor:
@@ -114,7 +114,7 @@ def emitted_sequences(tables: PrefixTables, gamma: int, horizon: int, n: int, se
                 going[stop], k[stop] = False, max(i, 1) if planted_drop else i + 1
         uniforms = torch.rand(len(live), gamma + vocab, generator=gen, dtype=torch.float64)
         p_all, q_all, d_all = torch.stack(p_rows, 1), torch.stack(q_rows, 1), torch.stack(drafts, 1)
-        emitted = torch.full((len(live), gamma + 1), -1, dtype=torch.long)  # [live, gamma+1], -1 after the last
+        emitted = torch.full((len(live), gamma + 1), NO_TOKEN, dtype=torch.long)  # [live, gamma+1], NO_TOKEN after
         for size in k.unique().tolist():          # 2. verify each drafted length's samples in one call
             group = (k == size).nonzero().squeeze(-1)
             out = verify_round(p_all[group, : size + 1], q_all[group, :size], d_all[group, :size],
@@ -123,7 +123,7 @@ def emitted_sequences(tables: PrefixTables, gamma: int, horizon: int, n: int, se
         if drafted is not None:
             drafted += k.tolist()
         for j in range(gamma + 1):                 # 3. append what the round emitted, up to the horizon
-            take = (emitted[:, j] >= 0) & (lengths[live] < horizon)
+            take = (emitted[:, j] != NO_TOKEN) & (lengths[live] < horizon)
             rows = live[take]
             codes[rows] = codes[rows] * vocab + emitted[take, j]
             lengths[rows] += 1
