@@ -378,14 +378,20 @@
       if (see.dataset.press) setTimeout(press, 300);
       // classroom mode hides the settings: the evidence there (the drafter switch) shows them until the next Step
       if (target.closest('#settings') && !target.offsetParent) document.body.classList.add('sv-show-settings');
-      // an accordion just opened draws its figures after this: bring the evidence back where it moved, a few times
-      let settled = 0;
+      // an accordion just opened draws its figures after this: bring the evidence back where it moved or out of the
+      // window, for 4 s (on a busy machine the page went on moving after the first 2 s)
+      let at = 0, checks = 0;
       const place = () => {  // its top just under the sticky controls (hidden on the playground's tab)
         const bar = document.querySelector('#controls');
         window.scrollTo({top: target.getBoundingClientRect().top + window.scrollY - (bar ? bar.offsetHeight : 0) - 8});
-        const at = target.getBoundingClientRect().top;
-        if (++settled < 5) setTimeout(() => { if (Math.abs(target.getBoundingClientRect().top - at) > 2) place(); }, 400);
+        at = target.getBoundingClientRect().top;
       };
+      const watch = () => {
+        const top = target.getBoundingClientRect().top;
+        if (Math.abs(top - at) > 2 || top < 0 || top >= window.innerHeight) place();
+        if (++checks < 10) setTimeout(watch, 400);
+      };
+      setTimeout(watch, 400);
       place();
     };
     go();
