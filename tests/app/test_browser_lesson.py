@@ -10,7 +10,6 @@ import time
 
 import pytest
 
-from tests.app import browsing
 from tests.app.browsing import CHROMIUM, TIMEOUT, free_port, set_slider, step
 
 playwright = pytest.importorskip("playwright.sync_api")
@@ -33,7 +32,12 @@ def app_url(pair):
 
 
 def open_page(browser, url, width, height, query="", **context):
-    return browsing.open_page(browser, url, width, height, query, **context)  # the recorded lesson shown, settled
+    ctx = browser.new_context(viewport={"width": width, "height": height}, **context)
+    page = ctx.new_page()
+    page.goto(url + query)
+    expect(page.locator("#step-card .card")).to_be_visible(timeout=TIMEOUT)  # the recorded lesson
+    expect(page.locator("body[data-specviz-ready]")).to_be_attached(timeout=TIMEOUT)  # page.js has run
+    return ctx, page
 
 
 def shot(page, name):

@@ -12,7 +12,6 @@ import re
 
 import pytest
 
-from tests.app import browsing
 from tests.app.browsing import CHROMIUM, TIMEOUT, set_slider, step
 
 playwright = pytest.importorskip("playwright.sync_api")
@@ -24,7 +23,11 @@ ASKING = "#question[data-state=asking]"
 
 
 def open_page(browser, url, width=1280, height=720, query="?predict=1", **context):
-    ctx, page = browsing.open_page(browser, url, width, height, query, **context)
+    ctx = browser.new_context(viewport={"width": width, "height": height}, **context)
+    page = ctx.new_page()
+    page.goto(url + query)
+    expect(page.locator("#step-card .card")).to_be_visible(timeout=TIMEOUT)
+    expect(page.locator("body[data-specviz-ready]")).to_be_attached(timeout=TIMEOUT)
     if "predict=1" in query:  # the opening lesson's first question
         expect(page.locator(ASKING)).to_be_visible(timeout=TIMEOUT)
     return ctx, page

@@ -8,7 +8,6 @@ import re
 
 import pytest
 
-from tests.app import browsing
 from tests.app.browsing import CHROMIUM, TIMEOUT
 
 playwright = pytest.importorskip("playwright.sync_api")
@@ -19,7 +18,11 @@ SHOTS = os.environ.get("SPECVIZ_SCREENSHOT_DIR")
 
 
 def opened(browser, url, width=1400, height=1000, **context):
-    return browsing.open_page(browser, url, width, height, card=False, **context)
+    ctx = browser.new_context(viewport={"width": width, "height": height}, **context)
+    page = ctx.new_page()
+    page.goto(url)
+    expect(page.locator("body[data-specviz-ready]")).to_be_attached(timeout=TIMEOUT)
+    return ctx, page
 
 
 def own_step(page, n: int):
