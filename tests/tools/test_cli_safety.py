@@ -17,6 +17,7 @@ import pytest
 import tomllib
 
 from specviz.engine.models.presets import ASSETS
+from tests.cli_runner import run_cli
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.slow  # fresh interpreters in pseudo-terminals, model folders written to disk
@@ -153,9 +154,9 @@ def test_report_out_is_checked_before_any_model_loads(tmp_path):
     prompts.write_text("KING.\n")
     existing = tmp_path / "summary.json"
     existing.write_text("{}")
-    for out_dir in (existing, "/proc/specviz-report", existing / "below"):
-        out = cli("report", "--prompts", str(prompts), "--draft", "no-such/draft", "--target", "no-such/target",
-                  "--out", str(out_dir))
+    for out_dir in (existing, "/proc/specviz-report", existing / "below"):  # in process: nothing here needs a fresh one
+        out = run_cli("report", "--prompts", str(prompts), "--draft", "no-such/draft", "--target", "no-such/target",
+                      "--out", str(out_dir))
         one_line_error(out, "--out")
 
 
