@@ -95,6 +95,7 @@ def test_merging_is_harmless_when_the_draft_is_one_hot(k):
     assert np.abs(_law_through_implementation(p, q, k, merge=True) - p).max() < 1e-9
 
 
+@pytest.mark.slow  # a planted variant shown caught by sampling, 20,000 rounds (8.4 s)
 def test_merged_variant_of_verify_tree_is_caught_by_sampling():
     """N = 20,000 seeded rounds, k = 4, gamma = 1, p = q = (0.7, 0.1, 0.1, 0.1): the exact rule's first
     token passes chi-square (p > 1e-3), the merged one fails (p < 1e-6)."""

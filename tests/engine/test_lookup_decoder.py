@@ -31,6 +31,7 @@ def test_greedy_lookup_equals_target_only_and_hf_generate(pair, gamma):
         assert isinstance(spec.drafter, PromptLookup) and spec.counters.accepted > 0
 
 
+@pytest.mark.slow  # end-to-end plumbing (6.2 s); the law in bulk is tests/core/test_lookup.py's, in the fast tier
 def test_first_sampled_token_follows_the_target_when_copied_drafts_are_verified(pair):
     """The plumbing: RUNS = 400 seeded one-round runs at T = 1 whose round verifies a copied draft; chi-square p > 1e-3
     against the target's next-token distribution from a plain forward pass (power: tests/engine/first_token.py)."""

@@ -50,6 +50,7 @@ def measured(book, pair, seconds_per_forward: float, gamma: int = 4) -> None:
     book.record(costs.pair_key(pair), ("model", 1, gamma), target_s=[seconds_per_forward], rounds=rounds)
 
 
+@pytest.mark.slow  # a race run past its deadline on a slowed target: seconds by design (8.5 s)
 def test_a_race_past_its_deadline_stops_between_forwards_and_keeps_both_lanes(slow_target, book, monkeypatch):
     monkeypatch.setattr(race, "plan", lambda pair, config, left: (config.max_new_tokens, None))  # no capping: the deadline
     start = time.monotonic()
@@ -175,6 +176,7 @@ def test_a_race_the_deadline_stops_while_it_waits_to_read_its_prompt_says_so(lon
             thread.join(30)
 
 
+@pytest.mark.slow  # a race and a Step on a slowed target, timed slice by slice (6.2 s)
 def test_a_step_waiting_for_the_clock_gets_it_between_two_slices_of_a_race(slow_target, book, monkeypatch):
     out, slices = {}, []
 
