@@ -71,6 +71,7 @@ def test_no_file_names_as_notation_labels(page):
     assert "seed 00" not in page.content().lower()
 
 
+@pytest.mark.alone  # failed under load in one full run of 2026-11-28 (contributing.md), never alone
 def test_keyboard_steps_and_tokens_are_focusable(page):
     page.locator("body").click(position={"x": 5, "y": 5})
     page.keyboard.press("s")

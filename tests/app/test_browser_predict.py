@@ -193,6 +193,7 @@ def test_a_misconception_answered_wrong_is_explained_and_shows_its_evidence(brow
         ctx.close()
 
 
+@pytest.mark.alone  # failed under load in one full run of 2026-11-28 (contributing.md), never alone
 @pytest.mark.parametrize("width, height", [(1920, 1080), (1280, 720)])
 def test_classroom_question_is_large_and_the_card_stays_put(browser, app_url, width, height):
     ctx, page = open_page(browser, app_url, width, height, query="?classroom=1&predict=1")
@@ -308,6 +309,7 @@ def test_at_1280_the_algorithm_sits_beside_the_card_its_lit_line_in_sight(browse
         ctx.close()
 
 
+@pytest.mark.alone  # failed under load in one full run of 2026-11-28 (contributing.md), never alone
 def test_an_answer_never_covers_what_it_reveals(browser, app_url):
     """Classroom mode at 1280 x 720, the opening lesson's round: after each answer the part of the card it showed
     (a verdict, the correction) lies above the panel, which grows by the answer's sentence."""
@@ -374,6 +376,7 @@ CONTRAST = """(selector) => {
   return low; }"""
 
 
+@pytest.mark.alone  # failed under load in one full run of 2026-11-28 (contributing.md), never alone
 def test_in_dark_mode_the_panel_and_the_algorithm_read_at_4_5_to_1(browser, app_url):
     """WCAG AA (4.5:1) for every text of the question, its answered choices and the algorithm, on a dark page (the
     formula under a chance, muted grey on a dark button, was 4.3:1)."""
@@ -387,6 +390,7 @@ def test_in_dark_mode_the_panel_and_the_algorithm_read_at_4_5_to_1(browser, app_
         ctx.close()
 
 
+@pytest.mark.alone  # failed under load in one full run of 2026-11-28 (contributing.md), never alone
 def test_in_classroom_mode_show_me_brings_out_the_hidden_drafter_switch(browser, app_url):
     """Classroom mode hides the settings; the misconception about the draft's family points at the drafter switch
     there: it shows the settings (until the next Step) with the switch under the controls."""
