@@ -7,10 +7,7 @@ import pytest
 
 from specviz.engine.models import smollm2
 
-pytestmark = [pytest.mark.slow]  # a load test: a server of its own under attack
-# Not `alone`: its bounds are stalls, not speeds (a light Step under 10-20 s where it takes 0.2-5.5 s; memory in MiB),
-# and they hold beside the other worker: with a process keeping one core busy, the racers' light Steps took at most
-# 5.6 s against 5.4 s alone and the attacks' 0.39 s against 0.25 s (2026-11-28, this 2-core VM).
+pytestmark = [pytest.mark.slow, pytest.mark.alone]  # a load test: a server of its own under attack; alone: it times the machine
 
 
 @pytest.mark.skipif(smollm2.gguf_folder() is None and not smollm2._complete(smollm2.cache_folder()),

@@ -7,10 +7,7 @@ import pytest
 
 from specviz.tools.racers import racers_text, run_racers
 
-pytestmark = [pytest.mark.slow]  # a load test: a server of its own and visitors racing
-# Not `alone`: its bounds are stalls, not speeds (a light Step under 10-20 s where it takes 0.2-5.5 s; memory in MiB),
-# and they hold beside the other worker: with a process keeping one core busy, the racers' light Steps took at most
-# 5.6 s against 5.4 s alone and the attacks' 0.39 s against 0.25 s (2026-11-28, this 2-core VM).
+pytestmark = [pytest.mark.slow, pytest.mark.alone]  # a load test: a server of its own and visitors racing for minutes; alone: it times the machine
 
 
 def test_racers_never_stall_a_light_step_and_memory_comes_back():
