@@ -74,9 +74,10 @@ def in_run_order(items: list) -> list:
     - A chromium test waits for events of a page served on the same two cores. Beside the other worker's laws and
       subprocesses it failed now and then (three different browser tests in three full runs, when they ran amid the
       rest); at the end, both workers run chromium tests, which mostly wait on the page, side by side.
-    - An `alone` test (the page's speed against the bench; five browser tests that failed under load) waits for the other worker's test in
-      progress and starts nothing meanwhile: amid the others it would run the other worker's tests one at a time;
-      last, the alone tests run one after another while the rest is done."""
+    - An `alone` test (the page's speed against the bench; the two load tests, which load the machine for minutes;
+      five browser tests that failed under load) waits for the other worker's test in progress and starts nothing
+      meanwhile: amid the others it would run the other worker's tests one at a time; last, the alone tests run one
+      after another while the rest is done."""
     files: dict = {}
     for item in items:
         files.setdefault(item.path, []).append(item)

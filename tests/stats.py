@@ -20,6 +20,8 @@ def bins_by_mass(probs: np.ndarray, min_bin_mass: float) -> list[np.ndarray]:
     """Index arrays, one per bin, over the tokens of nonzero expected mass. The pouring is found one bin at a time
     on the running sum (a two-token law has V * V = 16.7 million tokens and at most 1 / min_bin_mass bins: a
     bin's end is the first token whose running sum reaches the bin's start plus min_bin_mass)."""
+    if not min_bin_mass > 1e-9:  # below the running sum's own rounding a bin could end before it starts
+        raise ValueError(f"min_bin_mass must be above 1e-9, not {min_bin_mass!r}")
     probs = np.asarray(probs, dtype=np.float64)
     order = np.argsort(probs, kind="stable")
     order = order[probs[order] > 0]
@@ -35,6 +37,7 @@ def bins_by_mass(probs: np.ndarray, min_bin_mass: float) -> list[np.ndarray]:
             else:
                 bins.append(order[start:])
             break
+        end = max(end, start)  # a bin holds at least one token, whatever the rounding
         bins.append(order[start:end + 1])
         start = end + 1
     return bins

@@ -14,7 +14,7 @@ def test_bins_hold_the_minimum_mass_and_cover_every_token():
 
 def test_bins_pour_tokens_in_increasing_mass_until_each_holds_the_minimum():
     """The module's rule, poured token by token here, against the helper (which finds each bin's end on a running
-    sum): 300 seeded random laws with zeros, masses that hit the minimum exactly included."""
+    sum): 300 seeded random laws with zeros, and laws whose masses hit the minimum exactly."""
     def poured(probs, least):
         bins, current, mass = [], [], 0.0
         for i in sorted((i for i in range(len(probs)) if probs[i] > 0), key=lambda i: (probs[i], i)):
@@ -36,6 +36,15 @@ def test_bins_pour_tokens_in_increasing_mass_until_each_holds_the_minimum():
         probs[rng.random(n) < 0.2] = 0
         least = float(rng.choice([0.01, 0.05, 0.3, 2 / n]))
         assert [b.tolist() for b in bins_by_mass(probs / probs.sum(), least)] == poured(probs / probs.sum(), least)
+
+    # laws whose masses add up to the minimum exactly, bin after bin
+    assert [b.tolist() for b in bins_by_mass(np.full(4, 0.25), 0.5)] == [[0, 1], [2, 3]]
+    assert [b.tolist() for b in bins_by_mass(np.full(20, 0.05), 0.05)] == [[i] for i in range(20)]
+
+
+def test_a_minimum_mass_below_the_running_sums_rounding_is_refused():
+    with pytest.raises(ValueError, match="min_bin_mass"):
+        bins_by_mass(np.full(4, 0.25), 1e-12)
 
 
 def test_a_wrong_law_is_caught():

@@ -131,7 +131,8 @@ class DraftStop:
 class DraftLengthRule:
     """`--gamma auto`: draft at most gamma_max tokens, and stop after k when P_k <= tau_k (the module's rule).
 
-    verify_costs: [V(1) = 1, V(2), ...] (measured as far as the pair's curve goes, extrapolated past it);
+    verify_costs: [V(1) = 1, V(2), ...] (the pair's measured curve as `core.verify_cost.straightened` reads it,
+    extrapolated past it);
     draft_cost: c, one draft forward over one target forward; keep: a keep table per drafter source ("model",
     "lookup"), as (source, table) pairs."""
     gamma_max: int

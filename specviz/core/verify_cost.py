@@ -49,21 +49,48 @@ def verify_cost_at(curve: Sequence[float], n: int) -> float:
     return float(curve[last - 1] + slope * (n - last))
 
 
+LINE_FIT_TOLERANCE = 0.15  # of a one-position pass: the noise a line absorbs (CPU curves lay within 0.09 of theirs)
+
+
 def straightened(curve: Sequence[float]) -> list[float]:
-    """[V(1) = 1, V(2), ...] with V(2) .. V(n_max) replaced by their least-squares line (its slope >= 0). What a rule
-    that stops drafting reads is the cost of one more position, V(n + 1) - V(n): the difference of two timings, whose
-    noise on a busy CPU (a one-position pass moves 46-78 ms from step to step, docs/benchmarks.md) is as large as the
-    step itself, so a raw curve prices some steps at 0 and others at double. The line prices every step at the slope
-    that all the measured points give together. V(2) keeps its own intercept: the first extra position may cost a jump
-    (a matrix-vector kernel giving way to a matrix one). A line that starts below 1 is raised to V(2) = 1, not cut
-    there: cutting would price the first steps below the slope."""
+    """[V(1) = 1, V(2), ...] as a stopping rule should read it. Such a rule prices one more position at V(n + 1) -
+    V(n): the difference of two timings, whose noise on a busy CPU (a one-position pass moves 46-78 ms from step to
+    step, docs/benchmarks.md) is as large as the step itself, so a raw curve prices some steps at 0 and others at
+    double. Where every point lies within LINE_FIT_TOLERANCE of the least-squares line through V(2) .. V(n_max) (its
+    slope >= 0), the curve is that line: every step priced at the slope all the points give. The line has its own
+    intercept, so the first extra position may still cost a jump (a matrix-vector kernel giving way to a matrix one),
+    and one that starts below 1 is raised to V(2) = 1, not cut there (cutting would price the first steps below the
+    slope). A curve a line does not fit (a jump past V(2), or a GPU's flat stretch up to a knee) keeps its shape:
+    its closest non-decreasing curve (`pooled_non_decreasing`), at least 1."""
     values = check_verify_costs(curve)
+    line = straight_line(values)
+    if all(abs(v - fitted) <= LINE_FIT_TOLERANCE for v, fitted in zip(values, line)):
+        return line
+    return [1.0] + [max(1.0, v) for v in pooled_non_decreasing(values[1:])]
+
+
+def straight_line(values: Sequence[float]) -> list[float]:
+    """V(1) = 1 and the least-squares line through V(2) .. V(n_max), its slope >= 0, raised to start at 1 at least."""
     ns, ys = range(2, len(values) + 1), values[1:]
     mean_n, mean_y = sum(ns) / len(ns), sum(ys) / len(ys)
     spread = sum((n - mean_n) ** 2 for n in ns)
     slope = max(0.0, sum((n - mean_n) * (y - mean_y) for n, y in zip(ns, ys)) / spread) if spread else 0.0
     start = max(1.0, mean_y + slope * (2 - mean_n))  # V(2)
     return [1.0] + [start + slope * (n - 2) for n in ns]
+
+
+def pooled_non_decreasing(values: Sequence[float]) -> list[float]:
+    """The non-decreasing sequence closest to `values` in squared error (isotonic regression, pool adjacent
+    violators): a run of points that falls is replaced by its mean, so a timing that came out high is averaged with
+    its neighbours, not carried forward as a flat step priced at nothing."""
+    blocks: list[list[float]] = []  # [sum, count] of each pooled run
+    for v in values:
+        blocks.append([float(v), 1])
+        while len(blocks) > 1 and blocks[-2][0] * blocks[-1][1] > blocks[-1][0] * blocks[-2][1]:
+            total, count = blocks.pop()
+            blocks[-1][0] += total
+            blocks[-1][1] += count
+    return [total / count for total, count in blocks for _ in range(int(count))]
 
 
 def round_cost(gamma: int, c: float, curve: Sequence[float], drafts: int = 1) -> float:

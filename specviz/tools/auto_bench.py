@@ -22,7 +22,7 @@ from ..engine.decoding.drafters import check_drafter
 from ..engine.decoding.factory import make_decoder
 from ..engine.models.loading import load_pair
 from ..engine.models.presets import NO_COPY
-from ..engine.serving import auto_gamma
+from ..engine.serving import auto_gamma, costs
 from .cli_values import number_list, whole_list
 
 NOTHING_TO_COPY, COPY_HEAVY = "nothing-to-copy", "copy-heavy"
@@ -127,6 +127,7 @@ def run_auto_bench(preset=None, draft=None, target=None, device=None, drafter: s
         rule = configs[GAMMA_AUTO].draft_length
         out.append({"temperature": configs[GAMMA_AUTO].temperature,
                     "rule": {"draft_cost": rule.draft_cost, "verify_costs": list(rule.verify_costs),
+                             "measured_verify_costs": costs.COSTS.verify_curve(costs.pair_key(pair)),
                              "keep": {source: list(table.chances) for source, table in rule.keep}},
                     "groups": {name: _group(pair, prompts, configs, seeds) for name, prompts in groups.items()}})
     return {"preset": pair.name, "device": str(pair.device), "threads": torch.get_num_threads(), "drafter": drafter,

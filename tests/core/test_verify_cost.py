@@ -45,3 +45,29 @@ def test_the_shortest_curve_is_its_own_line():
     assert straightened([1.0, 1.2]) == [1.0, 1.2]
     with pytest.raises(ValueError, match="V\\(1\\) = 1"):
         straightened([1.2, 1.3])
+
+
+def test_a_jump_past_two_positions_keeps_its_shape():
+    """A third position that needs a slower kernel: no line fits within 0.15, so the jump stays where it is (a line
+    would price V(2) at 1.61 and smear the jump over every step)."""
+    jump = [1.0, 1.1, 2.0, 2.02, 2.04, 2.06, 2.08, 2.1, 2.12]
+    assert straightened(jump) == pytest.approx(jump)
+
+
+def test_a_gpu_curve_keeps_its_free_positions_up_to_its_knee():
+    knee = [1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.3, 1.6, 1.9]  # free up to 6 positions, then 0.3 each
+    assert straightened(knee) == pytest.approx(knee)
+
+
+def test_a_fall_in_a_curve_no_line_fits_is_averaged_not_carried_forward():
+    curve = [1.0, 1.1, 2.0, 1.9, 2.1, 2.06, 2.08, 2.1, 2.12]
+    assert straightened(curve) == pytest.approx([1.0, 1.1, 1.95, 1.95, 2.08, 2.08, 2.08, 2.1, 2.12])
+
+
+def test_measured_cpu_curves_are_read_as_their_line():
+    """The bundled smollm2 pair's curves timed on a 2-core CPU (docs/benchmarks.md, 2026-11-28) lie within 0.09 of
+    their lines: each is read as its line, V(2) 1.034 and 0.021 / 0.030 a further position."""
+    before = straightened([1.0, 1.031, 1.055, 1.039, 1.082, 1.200, 1.148, 1.153, 1.146])
+    after = straightened([1.0, 1.064, 1.075, 1.070, 1.105, 1.170, 1.157, 1.152, 1.322])
+    assert np.ptp(steps(before)) < 1e-12 and steps(before)[0] == pytest.approx(0.0207, abs=1e-3)
+    assert np.ptp(steps(after)) < 1e-12 and steps(after)[0] == pytest.approx(0.0300, abs=1e-3)

@@ -42,7 +42,9 @@ def test_the_first_two_tokens_follow_the_warped_target_under_auto(pair, warping)
     target's, p(x1) p(x2 | x1) from plain forward passes; chi-square p > 1e-3 (bins of >= 5% mass; catches w >= 0.33
     with power 0.9). The rule stops after the first token in about half the first rounds, so the second token is a
     bonus from p in some runs and a verified draft in others: both paths are in the law tested. The law of rounds
-    whose length the rule chooses is tests/core/test_draft_length.py's (200,000 samples in bulk, w >= 0.015)."""
+    whose length the rule chooses is tests/core/test_draft_length.py's (200,000 samples in bulk, w >= 0.015); that
+    one checks the decision code, not the drafters: how the model and lookup drafters stop (`Stopper`) and hand their
+    rounds on is checked by this module's runs alone."""
     prompt, vocab = "KING", pair.vocab_size
     config = dataclasses.replace(AUTO, max_new_tokens=2, record=False, **warping)
     counts, lengths = np.zeros(vocab * vocab), set()

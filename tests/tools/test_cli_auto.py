@@ -9,8 +9,7 @@ import pytest
 
 from specviz.core.config import DecodeConfig
 from specviz.core.draft_length import DraftLengthRule
-from specviz.core.verify_cost import straightened
-from specviz.engine.serving import auto_gamma, costs
+from specviz.engine.serving import auto_gamma
 from tests.cli_runner import run_cli
 
 
@@ -69,6 +68,8 @@ def test_the_auto_bench_runs_each_prompt_at_runs_seeds_from_seed(pair, monkeypat
     monkeypatch.setattr(auto_bench, "_group", lambda pair_, prompts, configs, seeds: seen.append(list(seeds)) or {})
     result = auto_bench.run_auto_bench(gammas=(2,), gamma_max=3, temperatures=(0.0,), quick=True, seed=5, runs=3)
     assert seen == [[5, 6, 7]] and result["seeds"] == 3
+    rule = result["by_temperature"][0]["rule"]  # the curve as priced beside the curve as timed (None: never timed)
+    assert rule["verify_costs"][0] == 1.0 and "measured_verify_costs" in rule
 
 
 @pytest.mark.slow  # the verify's cost curve, the rule's probe run and two compared runs: minutes on 2 cores
@@ -89,11 +90,18 @@ def test_report_runs_gamma_auto_beside_fixed_gammas_with_its_drafted_lengths(tmp
     assert 'id="drafted-lengths"' in page and "γ auto: a draft length that adapts" in page
 
 
-def test_the_rule_is_measured_once_per_pair_drafter_and_temperature_band(pair, monkeypatch):
+# a verify curve planted as the pair's measured one: the line V(n) = 1 + 0.03 (n - 1) with timing noise of +-0.02
+# whose mean and whose tilt along n are both zero, so its least-squares line is that line exactly
+PLANTED_CURVE = [1.0, 1.05, 1.04, 1.07, 1.14, 1.17, 1.16, 1.19, 1.26]
+
+
+def test_the_rule_is_measured_once_per_pair_drafter_and_temperature_band(pair, monkeypatch, request):
     auto_gamma.forget()
+    request.addfinalizer(auto_gamma.forget)  # no later test reads a rule priced on the planted curve
     measured = []
     real = auto_gamma.measure_rule
     monkeypatch.setattr(auto_gamma, "measure_rule", lambda *a, **k: measured.append(1) or real(*a, **k))
+    monkeypatch.setattr(auto_gamma, "measured_curve", lambda *a, **k: list(PLANTED_CURVE))
     config = DecodeConfig.from_knobs(gamma="auto", gamma_max=4, temperature=0.8, top_k=0, top_p=1, kl_budget=0,
                                      max_new_tokens=16, seed=0, drafter="auto")
     first = auto_gamma.resolve(pair, config)
@@ -104,9 +112,9 @@ def test_the_rule_is_measured_once_per_pair_drafter_and_temperature_band(pair, m
     rule = first.draft_length
     assert rule.gamma_max == 4 and rule.verify_costs[0] == 1.0 and len(rule.verify_costs) == 5
     assert rule.draft_cost > 0
-    # the rule prices further positions by the line through the book's measured curve, not its raw steps
-    measured_curve = costs.COSTS.verify_curve(costs.pair_key(pair))[: costs.APP_VERIFY_N]
-    assert rule.verify_costs == tuple(round(v, 4) for v in straightened(measured_curve)[:5])
+    # the rule prices further positions by the line through the measured curve, not its raw steps (0.01 to 0.07)
+    assert rule.verify_costs == pytest.approx((1.0, 1.03, 1.06, 1.09, 1.12), abs=1e-4)
+    assert list(rule.verify_costs) == sorted(rule.verify_costs)
     assert dict(rule.keep).keys() == {"model", "lookup"} and dict(rule.keep)["model"].tokens > 0
     other = auto_gamma.resolve(pair, DecodeConfig.from_knobs(gamma="auto", gamma_max=4, temperature=0.5, top_k=0,
                                                              top_p=1, kl_budget=0, max_new_tokens=16, seed=0))

@@ -1,4 +1,4 @@
-"""The public-Space attack pass, short: a local server set up as a Space with two offered pairs (`loadtest --attacks`)."""
+"""The public-Space attack pass, short: a local server set up as a Space with two offered pairs (loadtest --attacks)."""
 from __future__ import annotations
 
 import io
@@ -7,7 +7,9 @@ import pytest
 
 from specviz.engine.models import smollm2
 
-pytestmark = [pytest.mark.slow, pytest.mark.alone]  # a load test: a server of its own under attack; alone: it times the machine
+# a load test: a server of its own under attack; alone: it loads both cores (browser tests beside it failed in four of
+# six full runs, docs/contributing.md)
+pytestmark = [pytest.mark.slow, pytest.mark.alone]
 
 
 @pytest.mark.skipif(smollm2.gguf_folder() is None and not smollm2._complete(smollm2.cache_folder()),

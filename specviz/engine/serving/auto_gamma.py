@@ -2,8 +2,9 @@
 
 `resolve(pair, config)` fills `config.draft_length` from what this process measured of the pair on its device:
 
-- V(n), the target's pass over n positions relative to one (`costs.pair_verify_costs`, the curve every
-  prediction uses, measured once per pair and device);
+- V(n), the target's pass over n positions relative to one (`costs.pair_verify_costs`, measured once per pair and
+  device), read as `core.verify_cost.straightened` reads it: its least-squares line where one fits (a predicted
+  speed-up reads the raw curve, so the page's best fixed γ and the rule's prices can differ by the timings' noise);
 - c, one draft forward over one target forward, and the keep tables (the chance the target keeps a drafted token,
   by the draft's confidence in it), from one short measuring run: the run's drafter at gamma_max drafting every
   round to the cap (`DraftLengthRule.drafting_on`) on the pair's example prompts at the run's warping, each drafted
@@ -98,8 +99,8 @@ def measured_curve(pair, n_max: int, hold=None) -> list[float]:
 def measure_rule(pair, config: DecodeConfig, hold=None) -> DraftLengthRule:
     """The rule at this pair's measured costs (the module's recipe)."""
     gamma_max = config.gamma
-    # the rule prices each further position by the curve's step: the line through the measured points, whose
-    # slope all of them give, not the difference of two noisy timings (`straightened`)
+    # the rule prices each further position by the curve's step: where a line fits the measured points, the slope
+    # all of them give, not the difference of two noisy timings; else the curve's own shape (`straightened`)
     curve = straightened(measured_curve(pair, gamma_max + 1, hold)[: max(costs.APP_VERIFY_N, gamma_max + 1)])
     samples: dict[str, tuple[list, list]] = {}
     draft_s, verify_s = [], []
