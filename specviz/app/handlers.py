@@ -213,6 +213,21 @@ def reset_handler(session, notation, lang: str = "en"):
 
 
 @with_lock
+def follow_handler(session, notation, shown_step, lang: str = "en"):
+    """After a Step's or tick's answer has landed: the view to redraw, or None. Under the session's lock, so that a
+    chip pressed meanwhile (its `viewing`, set under the same lock) is seen. Redrawn: views drawn in another language
+    than #lang's now, and a page following the latest step that shows an older one (quick presses' Steps run in turn
+    under the lock, but each answer is sent after the lock is let go, so an earlier Step's answer can land last)."""
+    behind = (session.recorded is None and session.viewing is None and bool(session.traces)
+              and shown_step != session.traces[-1].step)
+    if session.drawn_lang == lang and not behind:
+        return None
+    session.drawn_lang = lang
+    notation, status = _notation(notation, lang)
+    return view_of(session, notation, status, lang)
+
+
+@with_lock
 def view_handler(session, notation, step, lang: str = "en"):
     notation, status = _notation(notation, lang)
     if step is not None and session.recorded is not None:

@@ -348,57 +348,9 @@
     myth.querySelector('.myth-mark').textContent = right ? list.dataset.rightText : list.dataset.wrongText;
     myth.querySelector('.myth-why').hidden = false;
   });
-  const showMe = (see) => {
-    const opens = see.dataset.opens, tab = opens && document.getElementById(opens + '-button');
-    const shown = document.getElementById(see.dataset.goto);
-    if (tab && tab.getAttribute('aria-selected') !== 'true') tab.click();  // another tab: select it
-    else if (opens && !tab && (!shown || shown.offsetParent === null)) {  // a closed accordion: open it
-      document.querySelector(`#${opens} > .label-wrap`)?.click();
-    }
-    const fill = Object.entries(JSON.parse(see.dataset.fill || '{}'));
-    const boxOf = (id) => document.querySelector(`#${id} textarea, #${id} input`);
-    const type = () => fill.forEach(([id, value]) => {
-      const box = boxOf(id);
-      if (box.value !== value) { box.value = value; box.dispatchEvent(new Event('input', {bubbles: true})); }
-    });
-    // a tab or accordion opened just now mounts its boxes and button after its group: wait for all of them
-    // (on a slow machine the group came first, the run was pressed on empty boxes: "No curve yet")
-    const mounted = () => fill.every(([id]) => boxOf(id)) && (!see.dataset.press || document.getElementById(see.dataset.press));
-    // press only once the typed values have held for a beat (a component mounting late can redraw its box empty)
-    let checks = 0;
-    const press = () => {
-      if (!fill.every(([id, value]) => boxOf(id)?.value === value) && ++checks < 10) { type(); setTimeout(press, 300); return; }
-      document.getElementById(see.dataset.press)?.click();
-    };
-    let tries = 0;
-    const go = () => {
-      const target = document.getElementById(see.dataset.goto);
-      if (!target || !mounted()) { if (++tries < 100) setTimeout(go, 100); return; }
-      type();
-      if (see.dataset.press) setTimeout(press, 300);
-      // classroom mode hides the settings: the evidence there (the drafter switch) shows them until the next Step
-      if (target.closest('#settings') && !target.offsetParent) document.body.classList.add('sv-show-settings');
-      // an accordion just opened draws its figures after this: bring the evidence back where it moved or out of the
-      // window, for 4 s (on a busy machine the page went on moving after the first 2 s)
-      let at = 0, checks = 0;
-      const place = () => {  // its top just under the sticky controls (hidden on the playground's tab)
-        const bar = document.querySelector('#controls');
-        window.scrollTo({top: target.getBoundingClientRect().top + window.scrollY - (bar ? bar.offsetHeight : 0) - 8});
-        at = target.getBoundingClientRect().top;
-      };
-      const watch = () => {
-        const top = target.getBoundingClientRect().top;
-        if (Math.abs(top - at) > 2 || top < 0 || top >= window.innerHeight) place();
-        if (++checks < 10) setTimeout(watch, 400);
-      };
-      setTimeout(watch, 400);
-      place();
-    };
-    go();
-  };
   document.addEventListener('click', (e) => {
     const see = e.target.closest && e.target.closest('#myths .myth-see, #question .myth-see');
-    if (see) showMe(see);
+    if (see) window.specvizShowMe(see);
   });
   document.body.dataset.specvizReady = '1';  // tests wait for this before pressing keys
 }

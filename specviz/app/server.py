@@ -20,7 +20,9 @@ from .layout import i18n
 from .wiring import build_app
 
 HERE = Path(__file__).resolve().parent
-PAGE_JS = (HERE / "page.js").read_text(encoding="utf-8")
+# launch(js=...) takes one function: the page's scripts, each a function of its own, run in turn
+PAGE_JS = "() => {\n" + "".join(f"({(HERE / name).read_text(encoding='utf-8').strip()})();\n"
+                               for name in ("show_me.js", "page.js")) + "}"
 CSS = css_variables() + (HERE / "page.css").read_text(encoding="utf-8")
 
 

@@ -25,6 +25,7 @@ from .gradio_internals import cache_dir, forget_tab
 from .handlers import (
     DEFAULT_NOTATION,
     adopt,
+    follow_handler,
     intro,
     play_handler,
     race_handler,
@@ -174,17 +175,15 @@ def wire_step(page: Page) -> list:
                                                 api_name="reset", concurrency_limit=None, **RAW)
     # after a Step's answer has landed: the opening lesson's recorded race gives way at the tab's first own Step (a
     # race or recording stays); views drawn in the language the Step was sent in follow a #lang switch made while it
-    # ran (#lang's own redraw came first and was drawn over); and a page following the latest step that shows an
-    # older one is redrawn at the latest: quick presses' Steps run in turn under the session's lock, but each answer
-    # is finished and sent after the lock is let go, so an earlier Step's answer can land after a later one's
+    # ran (#lang's own redraw came first and was drawn over); a page following the latest step that shows an older
+    # one is redrawn at the latest (`follow_handler`)
     def after_step(s, n, code, shown_step):
         if not isinstance(s, Session):
             return gr.skip()
         shown = {page.step.race: race_html(None, code)} if not s.races and s.recorded is None and s.run is not None else {}
-        behind = s.recorded is None and s.viewing is None and s.traces and shown_step != s.traces[-1].step
-        if s.drawn_lang != code or behind:
-            s.drawn_lang = code
-            shown.update(shown_view(page, s, n, None, code))
+        view = follow_handler(s, n, shown_step, lang=code)
+        if view is not None:
+            shown.update({session: s, **updates(page, view)})
         return shown or gr.skip()
     for event in (stepped, tick):
         event.then(after_step, [session, page.settings.notation, page.toolbar.lang, page.step.view_step],

@@ -45,7 +45,7 @@ MYTHS = (
     Myth("same-text", 1, "race"),                              # the race: same settings and seed, two texts
     Myth("speedup", 1, "whatif-panel", opens="debug", press="whatif-run",
          fill=(("whatif-curve", _curve(COSTLY[0], GAMMA)), ("whatif-cost", str(COSTLY[1])), ("whatif-gammas", str(GAMMA)))),
-    Myth("wasted", 1, "step-card"),                            # a rejection still yields one token
+    Myth("wasted", 1, "pg-decomposition", opens="playground"),  # a rejection still yields one token: the residual
     Myth("family", 1, "drafter"),                              # prompt lookup: no model at all
 )
 BY_ID = {m.id: m for m in MYTHS}

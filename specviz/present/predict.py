@@ -34,7 +34,7 @@ class Predict:
         self.trace = None      # the round asked (its StepTrace object)
         self.questions: list[Question] = []
         self.at = 0            # the question shown
-        self.state = "asking"  # "asking", "answered" (scored) or "shown" (passed over, unscored)
+        self.state = "asking"  # "asking", "answered" (scored), "placed" (the yield's bet) or "shown" (passed over)
         self.chosen: int | None = None
         self.bet: tuple[Question, int] | None = None   # the yield question and the choice, settled at the end
         self.done = False      # every decision of the round shown
@@ -100,9 +100,8 @@ class Predict:
         if self.state != "asking":
             return False
         q = self.current
-        if q.kind == "yield":  # a bet: seen and scored when the round ends
-            self.bet = (q, index)
-            self._next()
+        if q.kind == "yield":  # a bet: placed now, seen and scored when the round ends; Step moves on, as after
+            self.bet, self.chosen, self.state = (q, index), index, "placed"  # any answer
             return True
         self.chosen, self.state = index, "answered"
         self.asked += 1

@@ -2,7 +2,8 @@
 its choices as buttons (letters A-D, keys 1-4), then the answer marked and one sentence of why, with the round's
 own numbers ("u = 0.62 ≥ 0.40 = min(1, p/q): rejected").
 
-#question carries data-state (idle, asking, answered, shown), data-open ("1" while the round is still being
+#question carries data-state (idle, asking, answered, placed: the yield's bet, settled at the round's end; shown),
+data-open ("1" while the round is still being
 asked: Step moves through it), data-result ("right" or "wrong", once answered) and data-at (the question's
 number, sent back with each button so a late click never answers the next question).
 """
@@ -140,7 +141,7 @@ def score_html(predict: Predict, lang: str) -> str:
 
 
 def _buttons(q: Question, predict: Predict, lang: str, t: str, d: str) -> str:
-    settled = predict.state != "asking" or predict.done
+    settled = predict.state in ("answered", "shown") or predict.done  # a bet placed shows its choice, not the answer
     out = []
     for i, c in enumerate(q.choices):
         marks = (" right" if settled and i == q.right else "") + (" chosen" if i == predict.chosen else "")
@@ -162,7 +163,7 @@ def question_html(predict: Predict, lang: str = "en", notation: str = "leviathan
     mark = ("" if state == "asking" else tr(lang, "q.shown") if state == "shown" else tr(lang, "q.right")
             if predict.chosen == q.right else tr(lang, "q.wrong", letter=LETTERS[q.right]))
     said = (f'<div class="q-why"><b class="q-mark">{mark}</b> {why(q, predict, lang, t, d)}</div>'
-            if state != "asking" else "")
+            if state in ("answered", "shown") else "")
     step = (tr(lang, "q.done") if predict.done else tr(lang, "q.next") if state != "asking" else tr(lang, "q.reveal"))
     count = tr(lang, "q.count", n=predict.at + 1, m=len(predict.questions))
     go = (f'<span class="q-done">{step}</span>' if predict.done else

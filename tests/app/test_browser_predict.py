@@ -112,7 +112,8 @@ def test_the_opening_lesson_asks_before_it_shows_and_scores_each_answer(browser,
         assert score(page) == (1, 1)
         next_question(page, "yield")
         page.keyboard.press("1")                                   # a bet, settled at the end of the round
-        expect(page.locator(f"{ASKING}[data-kind=chance]")).to_be_visible(timeout=TIMEOUT)
+        expect(page.locator("#question[data-state=placed][data-kind=yield] .q-bet")).to_be_visible(timeout=TIMEOUT)
+        next_question(page, "chance")                              # s moves on, as after any answer
         ratio = page.locator("#step-card [data-part='row0.ratio']")
         expect(ratio).to_be_hidden()
         answer(page, (key[2] + 1) % 4)                             # wrong: one question, no right answer

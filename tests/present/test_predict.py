@@ -104,7 +104,8 @@ def test_answers_move_the_score_by_one_question_and_one_right_answer(rounds):
     predict = Predict()
     predict.switch(True)
     predict.shown("run", trace)
-    assert predict.act("0", 0) and predict.current.kind == "chance"     # the yield: a bet, nothing scored yet
+    assert predict.act("0", 0) and predict.state == "placed"             # the yield: a bet, nothing scored yet
+    assert predict.asked == 0 and predict.act("next", 0) and predict.current.kind == "chance"
     chance = predict.current
     hidden_before = predict.hidden()
     assert predict.act(str(chance.right), predict.at)
@@ -134,6 +135,22 @@ def test_step_shows_a_decision_unscored_and_a_stale_click_changes_nothing(rounds
     assert predict.done and predict.hidden() == frozenset() and (predict.right, predict.asked) == (0, 0)
 
 
+def test_a_bet_placed_stays_on_its_question_until_step_and_shows_no_answer(rounds):
+    """Answer, then s: the yield's bet waits for Step like every other answer (it moved on by itself, and a student's
+    next s showed the following question unanswered), marking the choice placed, never the right one."""
+    predict = Predict()
+    predict.switch(True)
+    predict.shown("run", exact_round(rounds))
+    bet = predict.current
+    wrong = (bet.right + 1) % len(bet.choices)
+    assert predict.act(str(wrong), 0) and predict.at == 0 and predict.open
+    panel = question_html(predict)
+    assert 'data-state="placed"' in panel and 'class="q-bet"' in panel and "q-why" not in panel
+    assert f'q-choice chosen" data-choice="{wrong}"' in panel and "q-choice right" not in panel
+    assert not predict.act(str(bet.right), 0)                              # one bet a round
+    assert predict.act("next", 0) and predict.at == 1 and predict.state == "asking"
+
+
 def test_the_yield_bet_is_settled_when_the_round_ends(rounds):
     trace = exact_round(rounds)
     predict = Predict()
@@ -153,7 +170,8 @@ def test_reset_or_a_new_run_starts_the_score_again(rounds):
     predict = Predict()
     predict.switch(True)
     predict.shown("run", trace)
-    predict.act("0", 0)
+    predict.act("0", 0)                                     # the bet, then on to the first chance
+    predict.act("next", 0)
     predict.act(str(predict.current.right), predict.at)
     assert predict.right == 1
     predict.shown("another run", trace)
