@@ -26,6 +26,7 @@ class Predict:
         self.right = 0
         self.asked = 0
         self.run = None        # the run the score counts: a new run (settings, a lesson, a link) starts a new count
+        self.last: tuple[int, int] | None = None  # (right, asked) of the run before, said once a new run starts
         self.showing = False   # the round asked is the one on the card
         self.forget()
 
@@ -42,7 +43,7 @@ class Predict:
     def clear(self) -> None:
         """Reset: no score, no round."""
         self.right = self.asked = 0
-        self.run = None
+        self.run, self.last = None, None
         self.showing = False
         self.forget()
 
@@ -56,8 +57,9 @@ class Predict:
         """The parts of `trace`'s card to hide as it is drawn now. A round newly on the card, the latest of its run,
         starts being asked (`asks`: a lesson's misconceptions asked first); a new run starts a new score."""
         if run is not self.run:
+            last = (self.right, self.asked) if self.asked else None
             self.clear()
-            self.run = run
+            self.run, self.last = run, last
         self.showing = self.on and latest and trace is not None
         if not self.showing:
             return NOTHING_HIDDEN

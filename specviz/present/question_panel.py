@@ -136,8 +136,12 @@ def _bet(predict: Predict, lang: str) -> str:
 
 
 def score_html(predict: Predict, lang: str) -> str:
+    """The run's score; until its first answer, a new run says what the run before it scored (a student whose
+    score went back to 0 sees why)."""
+    last = predict.last if not predict.asked else None
+    said = f' <span class="score-last">{tr(lang, "score_last", r=last[0], a=last[1])}</span>' if last else ""
     return (f'<div id="score" data-right="{predict.right}" data-asked="{predict.asked}">'
-            f'{tr(lang, "score", r=predict.right, a=predict.asked)}</div>')
+            f'{tr(lang, "score", r=predict.right, a=predict.asked)}{said}</div>')
 
 
 def _buttons(q: Question, predict: Predict, lang: str, t: str, d: str) -> str:

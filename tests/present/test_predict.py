@@ -17,7 +17,7 @@ from specviz.present.algorithm import LINES, algorithm_html
 from specviz.present.myths import MYTHS, myth_question, myths_html
 from specviz.present.page_settings import DEFAULT_SEED
 from specviz.present.predict import Predict
-from specviz.present.question_panel import panel_html, question_html
+from specviz.present.question_panel import panel_html, question_html, score_html
 from specviz.present.recorded import LESSONS, Playback, first_lesson, lesson_path, lesson_questions, view_of
 from specviz.present.views import Session
 
@@ -180,6 +180,26 @@ def test_reset_or_a_new_run_starts_the_score_again(rounds):
     predict.act(str(predict.current.right), predict.at)
     predict.clear()
     assert (predict.right, predict.asked, predict.trace) == (0, 0, None)
+
+
+def test_a_new_run_says_what_the_run_before_it_scored_until_its_own_first_answer(rounds):
+    """The opening lesson, then a live Step: the score goes back to 0, and says why (a student saw "3 of 6" become
+    "0 of 0" without a word)."""
+    trace = exact_round(rounds)
+    predict = Predict()
+    predict.switch(True)
+    predict.shown("lesson", trace)
+    predict.act("0", 0)
+    predict.act("next", 0)
+    predict.act(str(predict.current.right), predict.at)
+    predict.shown("live run", trace)
+    assert "the last one scored 1 of 1" in score_html(predict, "en") and "0 of 0" in score_html(predict, "en")
+    assert "上一次答对 1 / 1 题" in score_html(predict, "zh") and "前回は 1 問中 1 問正解" in score_html(predict, "ja")
+    predict.act("next", 0)
+    predict.act(str(predict.current.right), predict.at)
+    assert "last one" not in score_html(predict, "en")
+    predict.clear()                                          # Reset: nothing to say
+    assert "last one" not in score_html(predict, "en")
 
 
 def test_an_older_step_and_predict_off_show_everything(rounds):
