@@ -44,7 +44,8 @@
       // classroom mode hides the settings: the evidence there (the drafter switch) shows them until the next Step
       if (target.closest('#settings') && !target.offsetParent) document.body.classList.add('sv-show-settings');
       // an accordion just opened draws its figures after this: bring the evidence back where it moved or out of the
-      // window, for 4 s (on a busy machine the page went on moving after the first 2 s), until the reader moves
+      // window, looking every 200 ms for 4 s (on a busy machine the page went on moving after the first 2 s; at 400 ms
+      // a reader saw it jump away and back), until the reader moves
       let at = 0, looks = 0;
       const place = () => {  // its top just under the sticky controls (hidden on the playground's tab)
         const bar = document.querySelector('#controls');
@@ -57,11 +58,11 @@
         if (reader || !latest() || !target.isConnected || !target.getClientRects().length) return stopListening();
         const top = target.getBoundingClientRect().top;
         if (Math.abs(top - at) > 2 || top < 0 || top >= window.innerHeight) place();
-        if (++looks < 10) setTimeout(watch, 400);
+        if (++looks < 20) setTimeout(watch, 200);
         else stopListening();
       };
       if (reader) return stopListening();
-      setTimeout(watch, 400);
+      setTimeout(watch, 200);
       place();
     };
     go();
