@@ -106,6 +106,19 @@
     const lit = algo.querySelector(`ol[data-algo="${rule}"] [data-line="${line}"]`);
     algo.querySelectorAll('[aria-current]').forEach((el) => { if (el !== lit) el.removeAttribute('aria-current'); });
     if (lit && lit.getAttribute('aria-current') !== 'step') { lit.setAttribute('aria-current', 'step'); fitAlgorithm(); }
+    // on a phone #algorithm lies under the card, behind the sticky question panel: the panel repeats the lit line
+    // (page.css shows .q-line below 700 px); written only when it changes, so this observer does not wake itself
+    const question = document.querySelector('#question[data-open="1"]');
+    if (!question) return;
+    const said = lit ? `${[...lit.parentElement.children].indexOf(lit) + 1}. ${lit.textContent.trim()}` : '';
+    let echo = question.querySelector('.q-line');
+    if (!echo) {
+      echo = document.createElement('div');
+      echo.className = 'q-line';
+      echo.setAttribute('aria-hidden', 'true');  // #algorithm itself says it to a screen reader
+      question.prepend(echo);
+    }
+    if (echo.textContent !== said) echo.textContent = said;
   };
   // 3e. Beside the card, #algorithm sticks under the controls (page.css). When the card shows a new part or a new
   //     question, or the window changes, its box is cut to end above the predict panel, which sticks to the window's

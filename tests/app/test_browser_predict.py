@@ -219,6 +219,13 @@ def test_on_a_phone_the_choices_are_inside_the_window(browser, app_url):
         next_question(page, "chance")
         for box in [c.bounding_box() for c in page.locator("#question .q-choice").all()]:
             assert box["x"] >= 0 and box["y"] >= 0 and box["x"] + box["width"] <= 390 and box["y"] + box["height"] <= 844
+        # #algorithm lies under the card, behind the panel: the panel says the lit line itself, inside the window
+        echo = page.locator("#question .q-line")
+        expect(echo).to_be_visible(timeout=TIMEOUT)
+        lit = page.locator("#algorithm ol:not([hidden]) li[aria-current=step]")
+        assert lit.inner_text().strip() in echo.inner_text()
+        box = echo.bounding_box()
+        assert box["y"] >= 0 and box["y"] + box["height"] <= 844
         shot(page, "predict-phone-390x844.png")
     finally:
         ctx.close()
