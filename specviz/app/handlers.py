@@ -212,12 +212,13 @@ def reset_handler(session, notation, lang: str = "en"):
                                Status("info", tr(lang, "msg.reset")), lang)
 
 
-@with_lock
 def follow_handler(session, notation, shown_step, lang: str = "en"):
-    """After a Step's or tick's answer has landed: the view to redraw, or None. Under the session's lock, so that a
-    chip pressed meanwhile (its `viewing`, set under the same lock) is seen. Redrawn: views drawn in another language
-    than #lang's now, and a page following the latest step that shows an older one (quick presses' Steps run in turn
-    under the lock, but each answer is sent after the lock is let go, so an earlier Step's answer can land last)."""
+    """After a Step's or tick's answer has landed: the view to redraw, or None. Redrawn: views drawn in another
+    language than #lang's now, and a page following the latest step that shows an older one (quick presses' Steps run
+    in turn under the session's lock, but each answer is sent after the lock is let go, so an earlier Step's answer
+    can land last). It reads the session without taking its lock: under Play, waiting for the lock waited for the
+    next tick's round, found the page behind it and drew every step twice (a full run's browser test of Play saw a
+    step skipped; docs/contributing.md)."""
     behind = (session.recorded is None and session.viewing is None and bool(session.traces)
               and shown_step != session.traces[-1].step)
     if session.drawn_lang == lang and not behind:

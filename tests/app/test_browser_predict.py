@@ -338,6 +338,7 @@ def test_an_answer_never_covers_what_it_reveals(browser, app_url):
         ctx.close()
 
 
+@pytest.mark.alone  # timed out at its first s press in a full run of 2026-11-28 (contributing.md), never alone
 def test_on_a_phone_nothing_hidden_leaves_a_gap_and_the_summary_comes_under_the_card(browser, app_url):
     """While the round is asked its summary and lesson note are hidden: they take no room above the card (a gap of
     about 200 px on a phone), and once the round is answered they show under it, the card where it was."""
