@@ -102,8 +102,8 @@ class Predict:
         if self.state != "asking":
             return False
         q = self.current
-        if q.kind == "yield":  # a bet: placed now, seen and scored when the round ends; Step moves on, as after
-            self.bet, self.chosen, self.state = (q, index), index, "placed"  # any answer
+        if q.kind == "yield":  # a bet: placed now, scored when the round ends; Step moves on, as after any answer
+            self.bet, self.chosen, self.state = (q, index), index, "placed"
             return True
         self.chosen, self.state = index, "answered"
         self.asked += 1
