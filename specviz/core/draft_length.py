@@ -31,7 +31,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from .verify_cost import check_verify_costs, verify_cost_at
+from .verify_cost import check_verify_costs, non_decreasing, verify_cost_at
 
 KEEP_BINS = 10          # confidence bins of a keep table: [0, 0.1), [0.1, 0.2), ..., [0.9, 1]
 MIN_BIN_SAMPLES = 8     # a bin with fewer measured tokens takes its neighbours' chance (the fit pools it)
@@ -62,25 +62,6 @@ class KeepTable:
     def prior(self) -> float:
         """The keep chance of a token of this source before its confidence is known (the mean measured)."""
         return self.mean if self.mean is not None else sum(self.chances) / len(self.chances)
-
-
-def non_decreasing(values: Sequence[float], weights: Sequence[float] | None = None) -> list[float]:
-    """The least-squares non-decreasing fit of `values` (pool-adjacent-violators: a run that falls is replaced by
-    its weighted mean); a weight of 0 takes its neighbours' value."""
-    weights = [1.0] * len(values) if weights is None else list(weights)
-    blocks: list[list[float]] = []  # [weighted sum, weight, values covered]
-    for v, w in zip(values, weights):
-        blocks.append([float(v) * w, float(w), 1])
-        while len(blocks) > 1 and (blocks[-1][1] == 0 or blocks[-2][1] == 0 or
-                                   blocks[-1][0] / blocks[-1][1] < blocks[-2][0] / blocks[-2][1]):
-            total, weight, width = blocks.pop()
-            blocks[-1][0] += total
-            blocks[-1][1] += weight
-            blocks[-1][2] += width
-    out: list[float] = []
-    for total, weight, width in blocks:
-        out += [total / weight if weight else math.nan] * width
-    return out
 
 
 def fit_keep_table(confidences: Sequence[float], accept_chances: Sequence[float], bins: int = KEEP_BINS,

@@ -61,12 +61,12 @@ def straightened(curve: Sequence[float]) -> list[float]:
     intercept, so the first extra position may still cost a jump (a matrix-vector kernel giving way to a matrix one),
     and one that starts below 1 is raised to V(2) = 1, not cut there (cutting would price the first steps below the
     slope). A curve a line does not fit (a jump past V(2), or a GPU's flat stretch up to a knee) keeps its shape:
-    its closest non-decreasing curve (`pooled_non_decreasing`), at least 1."""
+    its closest non-decreasing curve (`non_decreasing`, as the keep tables are fitted), at least 1."""
     values = check_verify_costs(curve)
     line = straight_line(values)
     if all(abs(v - fitted) <= LINE_FIT_TOLERANCE for v, fitted in zip(values, line)):
         return line
-    return [1.0] + [max(1.0, v) for v in pooled_non_decreasing(values[1:])]
+    return [1.0] + [max(1.0, v) for v in non_decreasing(values[1:])]
 
 
 def straight_line(values: Sequence[float]) -> list[float]:
@@ -79,18 +79,23 @@ def straight_line(values: Sequence[float]) -> list[float]:
     return [1.0] + [start + slope * (n - 2) for n in ns]
 
 
-def pooled_non_decreasing(values: Sequence[float]) -> list[float]:
-    """The non-decreasing sequence closest to `values` in squared error (isotonic regression, pool adjacent
-    violators): a run of points that falls is replaced by its mean, so a timing that came out high is averaged with
-    its neighbours, not carried forward as a flat step priced at nothing."""
-    blocks: list[list[float]] = []  # [sum, count] of each pooled run
-    for v in values:
-        blocks.append([float(v), 1])
-        while len(blocks) > 1 and blocks[-2][0] * blocks[-1][1] > blocks[-1][0] * blocks[-2][1]:
-            total, count = blocks.pop()
+def non_decreasing(values: Sequence[float], weights: Sequence[float] | None = None) -> list[float]:
+    """The least-squares non-decreasing fit of `values` (pool-adjacent-violators: a run that falls is replaced by
+    its weighted mean); a weight of 0 takes its neighbours' value."""
+    weights = [1.0] * len(values) if weights is None else list(weights)
+    blocks: list[list[float]] = []  # [weighted sum, weight, values covered]
+    for v, w in zip(values, weights):
+        blocks.append([float(v) * w, float(w), 1])
+        while len(blocks) > 1 and (blocks[-1][1] == 0 or blocks[-2][1] == 0 or
+                                   blocks[-1][0] / blocks[-1][1] < blocks[-2][0] / blocks[-2][1]):
+            total, weight, width = blocks.pop()
             blocks[-1][0] += total
-            blocks[-1][1] += count
-    return [total / count for total, count in blocks for _ in range(int(count))]
+            blocks[-1][1] += weight
+            blocks[-1][2] += width
+    out: list[float] = []
+    for total, weight, width in blocks:
+        out += [total / weight if weight else math.nan] * width
+    return out
 
 
 def round_cost(gamma: int, c: float, curve: Sequence[float], drafts: int = 1) -> float:
