@@ -19,7 +19,7 @@ from ..present.errors import localize
 from ..present.i18n import CATALOGUE, tr
 from ..present.page_settings import PageSettings, settings_from
 from ..present.race import race_html, race_status
-from ..present.recorded import advance, view_of, view_step
+from ..present.recorded import advance, first_lesson, view_of, view_step
 from ..present.render import Status
 from ..present.share import settings_of
 from ..present.views import Session, View, step_session, with_lock
@@ -114,6 +114,16 @@ def shown_value(value, limit: int = 80) -> str:
     return text if len(text) <= limit else text[:limit] + "…"
 
 
+def _continues_the_lesson(session: Session, run_settings, notation: str) -> bool:
+    """Predict mode's first own Step on the settings the opening lesson was recorded with: the class has just
+    answered the lesson's first round, which the live models would draw again (the same seed), so the live run
+    starts with that round and the Step asks its second."""
+    if session.run is not None or session.recorded is not None or not session.predict.on:
+        return False
+    lesson = first_lesson()
+    return lesson is not None and settings_of(run_settings, notation) == {**lesson.settings, "notation": notation}
+
+
 def _step(session: Session, settings: PageSettings) -> tuple[View, Status]:
     lang = settings.lang
     if session.predict.open and not check_lang(lang).error:  # predict mode: Step moves through the round asked
@@ -121,6 +131,7 @@ def _step(session: Session, settings: PageSettings) -> tuple[View, Status]:
         if not status.error:
             session.predict.advance()
             return view_of(session, notation, status, lang), status
+    opening = not session.stepped  # before this Step counts as the visitor's own
     if session.recorded is None:  # the visitor's own Step, even a refused one: the opening lesson gives way
         session.stepped = True
     status = check_lang(lang)
@@ -134,7 +145,12 @@ def _step(session: Session, settings: PageSettings) -> tuple[View, Status]:
         return view_of(session, notation, status, lang), status
     try:
         with event_deadline(current_deployment().event_timeout_s):
-            status = step_session(session, settings_from(settings), lang)
+            run_settings = settings_from(settings)
+            again = opening and _continues_the_lesson(session, run_settings, notation)
+            status = step_session(session, run_settings, lang)
+            if again:  # the lesson's round drawn live; this Step shows the next
+                first, status = status, step_session(session, run_settings, lang)
+                status = Status("info", first.text + status.text) if first.text or status.text else status
     except (ValueError, ModelLoadError, RuntimeError) as err:
         status = _failure(err, lang)
     return view_of(session, notation, status, lang), status

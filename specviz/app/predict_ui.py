@@ -106,7 +106,11 @@ def wire_predict(page, views: list, updates) -> None:
     private = dict(api_visibility="private", concurrency_limit=None, show_progress="hidden")
     switch.change(on_switch, [session, switch, notation, lang], [session, *views, parts.panel], **private)
     switch.change(None, switch, None, js=TOGGLE_JS, api_visibility="private")
-    parts.panel.answer(on_answer, [session, notation, lang], [session, *answered, parts.panel], **private)
+    # trigger_mode "multiple": the browser applies an answer's outputs (the next question drawn) a moment before it
+    # marks the event done, and under the default "once" a choice pressed in that moment was dropped (a full run's
+    # test lost its "1" so); each press is sent, in turn under the lock, and a stale one is ignored by its number
+    parts.panel.answer(on_answer, [session, notation, lang], [session, *answered, parts.panel], trigger_mode="multiple",
+                       **private)
     card.change(on_card, [session, notation, lang], parts.panel, **private)
     gr.on([lang.change, notation.change], lambda code, n: (algorithm_html(code, n), myths_html(code, n)),
           [lang, notation], [parts.algorithm, parts.myths], **private)

@@ -168,8 +168,9 @@ def wire_step(page: Page) -> list:
                                trigger_mode="multiple", show_progress="hidden", **model_queue(), **RAW)
     tick = timer.tick(on_tick, **decoding, outputs=[*all_views(page), timer, c.play_btn], api_visibility="private",
                       show_progress="hidden", **model_queue(), **RAW)
+    # "multiple", as Step: a Pause pressed while the Play before it lands is a press, not dropped (each toggles in turn)
     c.play_btn.click(on_play, [session, page.toolbar.speed, page.toolbar.lang], [session, timer, c.play_btn],
-                     **LIGHT)
+                     trigger_mode="multiple", **LIGHT)
     was_reset = c.reset_btn.click(on_stop, [session, page.toolbar.lang], [session, timer, c.play_btn],
                                   cancels=[tick], **LIGHT).then(on_reset, [session, page.settings.notation], all_views(page),
                                                 api_name="reset", concurrency_limit=None, **RAW)

@@ -8,6 +8,14 @@ import pytest
 from tests.app.browsing import CHROMIUM, free_port, open_page
 
 
+@pytest.fixture(scope="session")
+def built_app():
+    """The app's Blocks, built once, for tests that read its events (never launched, never changed)."""
+    from specviz.app.wiring import build_app
+
+    return build_app()
+
+
 @pytest.fixture(scope="module")
 def served(pair):
     """(the app's Blocks, its URL): one server for the module."""

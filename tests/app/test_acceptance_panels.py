@@ -32,10 +32,8 @@ def test_each_run_is_a_request_and_the_table_follows_the_run(page_settings, pair
     assert len(session.kept_runs) == 2 and sum(sum(t.y) for t in histogram.data) == 2
 
 
-def test_the_panels_redraw_after_step_play_and_reset():
-    from specviz.app.wiring import build_app
-
-    demo = build_app()
+def test_the_panels_redraw_after_step_play_and_reset(built_app):
+    demo = built_app
     ids = {block._id: getattr(block, "elem_id", None) for block in demo.blocks.values()}
     redraws = [d for d in demo.fns.values() if "whatif-table" in {ids.get(o._id) for o in d.outputs}]
     # the button, Enter in each setting and #lang (one event), then one after Step, one after a tick, one after Reset

@@ -1,11 +1,15 @@
 """Predict mode's handlers without a browser: a link keeps ?predict=1, Play's tick and an answer move through the
-round asked without a model call, a malformed or late click changes nothing."""
+round asked without a model call, a malformed or late click changes nothing; the first live Step after the
+opening lesson's round asks a round the class has not seen."""
 from __future__ import annotations
 
-from specviz.app.handlers import tick_handler
+import pytest
+
+from specviz.app.handlers import step_handler, tick_handler
 from specviz.app.predict_ui import answer_handler, switch_handler
 from specviz.app.share import link_url
-from specviz.present.page_settings import DEFAULT_SEED
+from specviz.present.page_settings import DEFAULT_SEED, PageSettings
+from specviz.present.recorded import Playback, first_lesson
 from specviz.present.views import Session
 
 
@@ -31,3 +35,47 @@ def test_play_and_answers_move_through_the_opening_round_without_a_model(page_se
     assert forwards["n"] == 0
     session, view, panel = switch_handler(session, False, "leviathan", lang="en")
     assert "sv-hidden" not in view.step_card and 'data-state="idle"' in panel
+
+
+def test_every_press_of_a_choice_step_or_play_is_sent_even_while_the_last_one_lands(built_app):
+    """The browser draws an event's outputs a moment before it marks the event done; under gradio's default trigger
+    mode ("once") a press in that moment is dropped, and a student's "1" pressed the moment its question showed was
+    lost. These events send every press ("multiple"); the server takes them in turn and ignores a stale answer."""
+    ids = {block._id: getattr(block, "elem_id", None) for block in built_app.blocks.values()}
+    modes = {(ids.get(target), event): d["trigger_mode"] for d in built_app.config["dependencies"]
+             for target, event in d["targets"]}
+    assert modes[("predict-panel", "answer")] == "multiple"
+    assert modes[("step", "click")] == "multiple"
+    assert modes[("play", "click")] == "multiple"
+
+
+def lesson_settings(**change) -> PageSettings:
+    """The settings the opening lesson was recorded with (the page's defaults), read from its file."""
+    return PageSettings(**{**first_lesson().settings, "lang": "en", **change})
+
+
+def through_the_lesson(predict: bool) -> Session:
+    """A tab that opened on the lesson and moved through its round (asked, in predict mode) without a model."""
+    session, _, _ = switch_handler(Session(), predict, "leviathan", lang="en")
+    while session.predict.open:
+        session, _ = step_handler(session, lesson_settings())
+    assert session.run is None
+    return session
+
+
+def test_in_predict_mode_the_first_live_step_asks_the_round_after_the_lessons():
+    """The live models draw the lesson's round again on its settings (the same seed), so the class would be asked
+    what it has just answered: the first Step draws that round and asks the next."""
+    session, view = step_handler(through_the_lesson(predict=True), lesson_settings())
+    lesson_round = Playback.of(first_lesson()).run.traces[0]
+    assert [t.emitted for t in session.traces[:1]] == [lesson_round.emitted]  # drawn live, as recorded
+    assert len(session.traces) == 2 and 'data-step="2"' in view.step_card
+    assert session.predict.open and session.predict.state == "asking"
+
+
+@pytest.mark.parametrize("predict, change", [(False, {}), (True, {"seed": DEFAULT_SEED + 1})])
+def test_otherwise_the_first_live_step_is_round_one(predict, change):
+    """Without predict mode the lesson's round drawn live is the point (the recording is the models' own), and on
+    other settings round one is new."""
+    session, view = step_handler(through_the_lesson(predict), lesson_settings(**change))
+    assert len(session.traces) == 1 and 'data-step="1"' in view.step_card
