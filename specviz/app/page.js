@@ -174,7 +174,9 @@
     const top = (bar ? bar.getBoundingClientRect().bottom : 0) + 4;
     const prompt = question.querySelector('.q-prompt');
     const line = prompt ? parseFloat(getComputedStyle(prompt).lineHeight) || 20 : 20;
-    const answer = line * (question.dataset.kind === 'source' ? 4 : 2);  // the sentence an answer adds
+    // the sentence an answer adds, and on the round's last question the bet it settles (a line longer on a phone)
+    const settles = question.dataset.last === '1' && question.querySelector('.q-bet:not([data-result])') ? 1 : 0;
+    const answer = line * ((question.dataset.kind === 'source' ? 4 : 2) + settles);
     const bottom = window.innerHeight - (panel ? panel.offsetHeight : 0) - answer - 4;
     const r = {top: last.getBoundingClientRect().top,
                bottom: Math.max(...[last, ...nextAll].map((el) => el.getBoundingClientRect().bottom))};
@@ -184,6 +186,30 @@
     ownScrollUntil = performance.now() + 400;
     fitAlgorithm();
   };
+  // 3e. An answer: a panel capped by a short window (page.css) scrolls to its end (the sentence, the bet, the way on;
+  //     the answered choices scroll up out of it), and the part of the card it revealed comes above the panel where
+  //     the room kept for it fell short (a window too short for it and the part before it), never under the controls
+  let answeredKey = '';
+  const showAnswer = () => {
+    const question = document.querySelector('#question[data-result], #question[data-state="shown"]');
+    const panel = document.querySelector('#predict-panel'), card = document.querySelector('#step-card .card');
+    const key = question && card ? `${card.dataset.step}|${question.dataset.at}|${question.dataset.state}` : '';
+    if (key === answeredKey) return;
+    answeredKey = key;
+    if (!key) return;
+    if (panel.scrollHeight > panel.clientHeight + 1) panel.scrollTop = panel.scrollHeight;
+    const parts = [...card.querySelectorAll('[data-part]')].filter((el) => el.offsetHeight && !el.closest('.sv-hidden'));
+    const last = parts[parts.length - 1];
+    if (!last) return;
+    const revealed = parts.filter((el) => el.dataset.part === last.dataset.part);  // e.g. Correct's two lines
+    const bar = document.querySelector('#controls'), top = (bar ? bar.getBoundingClientRect().bottom : 0) + 4;
+    const r = {top: Math.min(...revealed.map((el) => el.getBoundingClientRect().top)), bottom: last.getBoundingClientRect().bottom};
+    const limit = panel.getBoundingClientRect().top - 4;
+    if (r.bottom <= limit) return;
+    window.scrollBy(0, Math.max(0, Math.min(r.bottom - limit, r.top - top)));
+    anchor = document.querySelector('#step-card'); anchorTop = anchor.getBoundingClientRect().top;
+    ownScrollUntil = performance.now() + 400;
+  };
   // 4. After the reader's own Step (never a Play tick): keep the newest tokens in view inside their box, and
   //    on a phone, in classroom mode or when the card ends below the window (zoomed in), bring the round to the
   //    top of the window, under the sticky controls.
@@ -191,6 +217,7 @@
     keepAnchor();
     markLine();
     keepAskedInView();
+    showAnswer();
     const box = document.querySelector('#timeline .text-view');
     if (box && !box.querySelector('.selected:not(:last-child)')) box.scrollTop = box.scrollHeight;
     const card = document.querySelector('#step-card .card:not(.empty)');

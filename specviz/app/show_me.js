@@ -29,10 +29,15 @@
     };
     // the reader's own move (a wheel, a touch, a key, a click) from the press on ends the scrolling: the page never
     // pulls back a reader who looked elsewhere, even before the evidence has mounted
+    // body[data-showing] while it may still scroll: a script that drives the page (a test) waits for it to go
     let reader = false;
     const moves = ['wheel', 'touchstart', 'keydown', 'mousedown'];
     const readerMoved = () => { reader = true; };
-    const stopListening = () => moves.forEach((name) => window.removeEventListener(name, readerMoved));
+    document.body.dataset.showing = String(mine);
+    const stopListening = () => {
+      moves.forEach((name) => window.removeEventListener(name, readerMoved));
+      if (latest()) delete document.body.dataset.showing;
+    };
     moves.forEach((name) => window.addEventListener(name, readerMoved, {once: true, passive: true}));
     let tries = 0;
     const go = () => {

@@ -94,6 +94,23 @@ def test_classroom_mode_is_legible_and_fits_after_step(browser, app_url, width, 
         ctx.close()
 
 
+@pytest.mark.parametrize("width, height, scale", [(1920, 1080, 1), (1280, 720, 1), (853, 480, 1.5)])
+def test_in_classroom_mode_the_card_fits_its_width_up_to_a_projector_at_150_percent(browser, app_url, width, height,
+                                                                                     scale):
+    """A room cannot scroll the card sideways: its table, verdicts included, fits the card (at 150% a 1280 x 720
+    projector is 853 x 480, where 210 px bars cut "✓ accepted" to "✓ accepte")."""
+    ctx, page = open_page(browser, app_url, width, height, "?classroom=1", device_scale_factor=scale)
+    try:
+        step(page)
+        expect(page.locator("#step-card")).to_contain_text("Step 1", timeout=TIMEOUT)
+        page.wait_for_timeout(300)
+        fits = page.evaluate("""() => { const c = document.querySelector('#step-card'), t = c.querySelector('table');
+            return [c.scrollWidth, c.clientWidth, t.getBoundingClientRect().right, c.getBoundingClientRect().right]; }""")
+        assert fits[0] <= fits[1] + 1 and fits[2] <= fits[3] + 1, fits
+    finally:
+        ctx.close()
+
+
 def test_classroom_mode_from_the_url(browser, app_url):
     ctx, page = open_page(browser, app_url, 1280, 720, "?classroom=1")
     try:
