@@ -148,9 +148,11 @@ def _step(session: Session, settings: PageSettings) -> tuple[View, Status]:
             run_settings = settings_from(settings)
             again = opening and _continues_the_lesson(session, run_settings, notation)
             status = step_session(session, run_settings, lang)
-            if again:  # the lesson's round drawn live; this Step shows the next
+            if again:  # the lesson's round drawn live; this Step shows the next, and the class's score goes on
                 first, status = status, step_session(session, run_settings, lang)
-                status = Status("info", first.text + status.text) if first.text or status.text else status
+                session.predict.carry(session.run)
+                said = tr(lang, "msg.lesson_drawn", seed=run_settings.config.seed)
+                status = Status("info", first.text + said + status.text)
     except (ValueError, ModelLoadError, RuntimeError) as err:
         status = _failure(err, lang)
     return view_of(session, notation, status, lang), status

@@ -156,8 +156,9 @@
   const sized = new ResizeObserver(() => fitSoon(true));
   ['#controls', '#predict-panel', '#card-row'].forEach((s) => { const el = document.querySelector(s); if (el) sized.observe(el); });
   // 3d. A new question brings the part it asks about above the panel (which sticks to the window's bottom), with
-  //     room left for the answer's sentence, which grows the panel: answering then covers nothing it reveals. Where
-  //     the card's top and the part cannot both show, the part wins; it never goes under the controls.
+  //     room left for the answer's sentence, which grows the panel: answering then covers nothing it reveals (a bet
+  //     or a myth, data-reveals="0", reveals no part now). The card's head shows too where it fits; where the card's
+  //     top and the part cannot both show, the part wins; it never goes under the controls.
   let askedKey = '';
   const keepAskedInView = () => {
     const question = asking(), card = document.querySelector('#step-card .card:not(.empty)');
@@ -168,7 +169,7 @@
     const parts = [...card.querySelectorAll('[data-part]')].filter((el) => el.offsetHeight);
     const hidden = (el) => !!el.closest('.sv-hidden');
     const i = parts.map(hidden).lastIndexOf(false);
-    const last = i >= 0 ? parts[i] : card, next = parts.slice(i + 1).find(hidden);
+    const last = i >= 0 ? parts[i] : card, next = question.dataset.reveals === '0' ? null : parts.slice(i + 1).find(hidden);
     const nextAll = next ? parts.filter((el) => el.dataset.part === next.dataset.part) : [];  // e.g. Correct's two lines
     const panel = document.querySelector('#predict-panel'), bar = document.querySelector('#controls');
     const top = (bar ? bar.getBoundingClientRect().bottom : 0) + 4;
@@ -180,8 +181,12 @@
     const bottom = window.innerHeight - (panel ? panel.offsetHeight : 0) - answer - 4;
     const r = {top: last.getBoundingClientRect().top,
                bottom: Math.max(...[last, ...nextAll].map((el) => el.getBoundingClientRect().bottom))};
-    if (r.bottom > bottom) window.scrollBy(0, Math.max(0, Math.min(r.bottom - bottom, r.top - top)));
-    else if (r.top < top) window.scrollBy(0, r.top - top);
+    // a scroll by delta fits the part when lo <= delta <= hi; the least such move (the part's top wins where none
+    // fits), then as far up as the card's head needs while the part still fits
+    const lo = r.bottom - bottom, hi = r.top - top, head = card.getBoundingClientRect().top - top;
+    let delta = Math.min(Math.max(0, lo), hi);
+    if (head - delta < 0) delta = Math.max(Math.min(delta, head), Math.min(lo, hi));
+    if (Math.abs(delta) > 0.5) window.scrollBy(0, delta);
     anchor = document.querySelector('#step-card'); anchorTop = anchor.getBoundingClientRect().top;
     ownScrollUntil = performance.now() + 400;
     fitAlgorithm();
@@ -234,6 +239,7 @@
     if (userStepped && (window.innerWidth < 700 || classroom || below) && document.activeElement?.id !== 'view-step') {
       // the round's top: its summary, or the card where predict mode puts the summary under it
       const top = classroom || below ? [...document.querySelectorAll('#round-summary, #card-row')]
+        .filter((el) => el.getClientRects().length)  // predict mode hides the summary while it asks: no box, top 0
         .sort((a, b) => a.getBoundingClientRect().top - b.getBoundingClientRect().top)[0] : document.querySelector('#step-card');
       const bar = document.querySelector('#controls');
       if (top && bar) {

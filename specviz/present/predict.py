@@ -53,6 +53,11 @@ class Predict:
             self.forget()
             self.showing = False
 
+    def carry(self, run) -> None:
+        """The score goes on into `run`: the opening lesson's round the class answered, drawn again live as its first
+        step (the same settings and seed), so the live run continues what was scored rather than starting anew."""
+        self.run = run
+
     def shown(self, run, trace, latest: bool = True, asks: tuple = ()) -> frozenset:
         """The parts of `trace`'s card to hide as it is drawn now. A round newly on the card, the latest of its run,
         starts being asked (`asks`: a lesson's misconceptions asked first); a new run starts a new score."""

@@ -5,8 +5,9 @@ own numbers ("u = 0.62 ≥ 0.40 = min(1, p/q): rejected").
 #question carries data-state (idle, asking, answered, placed: the yield's bet, settled at the round's end; shown),
 data-open ("1" while the round is still being
 asked: Step moves through it), data-result ("right" or "wrong", once answered), data-at (the question's
-number, sent back with each button so a late click never answers the next question) and data-last on the round's
-last question (its answer also settles a bet placed: the page leaves room for that longer line).
+number, sent back with each button so a late click never answers the next question), data-last on the round's
+last question (its answer also settles a bet placed: the page leaves room for that longer line) and
+data-reveals="0" where the answer shows no part of the card (a bet, a misconception).
 """
 from __future__ import annotations
 
@@ -178,8 +179,9 @@ def question_html(predict: Predict, lang: str = "en", notation: str = "leviathan
     foot = (f'<div class="q-foot"><div class="q-said" aria-live="polite">{said}</div>'
             f'<div class="q-betting" aria-live="polite">{_bet(predict, lang)}</div><div class="q-go">{go}</div></div>')
     last = ' data-last="1"' if predict.at == len(predict.questions) - 1 else ""
+    later = "" if q.reveals else ' data-reveals="0"'  # its answer shows no part of the card now (a bet, a myth)
     return (f'<div id="question" data-state="{state}" data-open="{int(predict.open)}" data-kind="{q.kind}" '
-            f'data-at="{predict.at}"{result}{last}><div class="q-prompt"><span class="q-count">{count}</span> '
+            f'data-at="{predict.at}"{result}{last}{later}><div class="q-prompt"><span class="q-count">{count}</span> '
             f'{_prompt(q, predict, lang, t, d)}</div><div class="q-choices">{_buttons(q, predict, lang, t, d)}</div>'
             f'{foot}</div>')
 

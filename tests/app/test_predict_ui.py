@@ -66,11 +66,15 @@ def through_the_lesson(predict: bool) -> Session:
 def test_in_predict_mode_the_first_live_step_asks_the_round_after_the_lessons():
     """The live models draw the lesson's round again on its settings (the same seed), so the class would be asked
     what it has just answered: the first Step draws that round and asks the next."""
-    session, view = step_handler(through_the_lesson(predict=True), lesson_settings())
+    session = through_the_lesson(predict=True)
+    scored = (session.predict.right, session.predict.asked)
+    session, view = step_handler(session, lesson_settings())
     lesson_round = Playback.of(first_lesson()).run.traces[0]
     assert [t.emitted for t in session.traces[:1]] == [lesson_round.emitted]  # drawn live, as recorded
     assert len(session.traces) == 2 and 'data-step="2"' in view.step_card
     assert session.predict.open and session.predict.state == "asking"
+    assert (session.predict.right, session.predict.asked) == scored and session.predict.last is None  # it goes on
+    assert "drew the lesson&#x27;s round again as step 1" in view.message and "seed 110" in view.message
 
 
 @pytest.mark.parametrize("predict, change", [(False, {}), (True, {"seed": DEFAULT_SEED + 1})])
