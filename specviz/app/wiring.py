@@ -186,9 +186,12 @@ def wire_step(page: Page) -> list:
         if view is not None:
             shown.update({session: s, **updates(page, view)})
         return shown or gr.skip()
+    # "always_last": under gradio's default ("once") the follow-up of quick presses' later Steps was skipped in the
+    # browser while an earlier one's ran, and the page could be left on an older step (a full run saw Step 3 after 5);
+    # deferred, one more follow-up runs once the earlier ends, reading the page and the session as they are then
     for event in (stepped, tick):
         event.then(after_step, [session, page.settings.notation, page.toolbar.lang, page.step.view_step],
-                   [*all_views(page), page.step.race], show_progress="hidden", **LIGHT)
+                   [*all_views(page), page.step.race], show_progress="hidden", trigger_mode="always_last", **LIGHT)
     return [stepped, tick, was_reset]
 
 

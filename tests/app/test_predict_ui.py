@@ -37,16 +37,21 @@ def test_play_and_answers_move_through_the_opening_round_without_a_model(page_se
     assert "sv-hidden" not in view.step_card and 'data-state="idle"' in panel
 
 
-def test_every_press_of_a_choice_step_or_play_is_sent_even_while_the_last_one_lands(built_app):
+def test_every_press_of_a_choice_step_or_play_is_sent_and_the_last_follow_up_runs(built_app):
     """The browser draws an event's outputs a moment before it marks the event done; under gradio's default trigger
     mode ("once") a press in that moment is dropped, and a student's "1" pressed the moment its question showed was
-    lost. These events send every press ("multiple"); the server takes them in turn and ignores a stale answer."""
+    lost. These events send every press ("multiple"); the server takes them in turn and ignores a stale answer. A
+    Step's follow-up redraw, skipped so while an earlier one ran, left a page on an older step: the last one is
+    deferred instead ("always_last")."""
     ids = {block._id: getattr(block, "elem_id", None) for block in built_app.blocks.values()}
     modes = {(ids.get(target), event): d["trigger_mode"] for d in built_app.config["dependencies"]
              for target, event in d["targets"]}
     assert modes[("predict-panel", "answer")] == "multiple"
     assert modes[("step", "click")] == "multiple"
     assert modes[("play", "click")] == "multiple"
+    follow_ups = [d["trigger_mode"] for d in built_app.config["dependencies"]
+                  if d["targets"] == [(None, "then")] and built_app.fns[d["id"]].name == "after_step"]
+    assert follow_ups == ["always_last", "always_last"]  # a Step's and a tick's: the latest always runs
 
 
 def lesson_settings(**change) -> PageSettings:
