@@ -174,10 +174,17 @@ def wire_step(page: Page) -> list:
     was_reset = c.reset_btn.click(on_stop, [session, page.toolbar.lang], [session, timer, c.play_btn],
                                   cancels=[tick], **LIGHT).then(on_reset, [session, page.settings.notation], all_views(page),
                                                 api_name="reset", concurrency_limit=None, **RAW)
-    # after a Step's answer has landed: the opening lesson's recorded race gives way at the tab's first own Step (a
-    # race or recording stays); views drawn in the language the Step was sent in follow a #lang switch made while it
-    # ran (#lang's own redraw came first and was drawn over); a page following the latest step that shows an older
-    # one is redrawn at the latest (`follow_handler`)
+    wire_follow_up(page, [stepped, tick])
+    return [stepped, tick, was_reset]
+
+
+def wire_follow_up(page: Page, events: list) -> None:
+    """After a Step's or a tick's answer (`events`) has landed: the opening lesson's recorded race gives way at the
+    tab's first own Step (a race or recording stays); views drawn in the language the Step was sent in follow a #lang
+    switch made while it ran (#lang's own redraw came first and was drawn over); a page following the latest step
+    that shows an older one is redrawn at the latest (`follow_handler`)."""
+    session = page.session
+
     def after_step(s, n, code, shown_step):
         if not isinstance(s, Session):
             return gr.skip()
@@ -189,10 +196,9 @@ def wire_step(page: Page) -> list:
     # "always_last": under gradio's default ("once") the follow-up of quick presses' later Steps was skipped in the
     # browser while an earlier one's ran, and the page could be left on an older step (a full run saw Step 3 after 5);
     # deferred, one more follow-up runs once the earlier ends, reading the page and the session as they are then
-    for event in (stepped, tick):
+    for event in events:
         event.then(after_step, [session, page.settings.notation, page.toolbar.lang, page.step.view_step],
                    [*all_views(page), page.step.race], show_progress="hidden", trigger_mode="always_last", **LIGHT)
-    return [stepped, tick, was_reset]
 
 
 def wire_race(page: Page) -> None:
