@@ -67,8 +67,13 @@
     if (chip && (e.key === 'Enter' || e.key === ' ')) { e.preventDefault(); showStep(chip); return; }
     if (textField(e.target) || e.ctrlKey || e.metaKey || e.altKey) return;
     if (['1', '2', '3', '4'].includes(e.key) && asking()) {
-      const choice = document.querySelector(`#question[data-state="asking"] [data-choice="${+e.key - 1}"]`);
+      const question = document.querySelector('#question[data-state="asking"]');
+      const choice = question && question.querySelector(`[data-choice="${+e.key - 1}"]`);
       if (choice && visible(choice)) { e.preventDefault(); choice.click(); }
+      else if (question) {  // a key past this question's choices (4 where there are two): the choices it has flash
+        question.dataset.nochoice = e.key;
+        setTimeout(() => { if (question.dataset.nochoice === e.key) delete question.dataset.nochoice; }, 900);
+      }
       return;
     }
     const id = e.key === 's' ? '#step' : e.key === 'p' ? '#play' : null;

@@ -136,6 +136,19 @@ def test_the_opening_lesson_asks_before_it_shows_and_scores_each_answer(browser,
         ctx.close()
 
 
+def test_a_key_past_the_questions_choices_shows_the_choices_it_has_and_answers_nothing(browser, app_url):
+    ctx, page = open_page(browser, app_url)
+    try:
+        next_question(page, "kept")                                # kept or rejected: two choices, A and B
+        assert page.locator("#question [data-choice='3']").count() == 0
+        page.keyboard.press("4")
+        expect(page.locator("#question[data-nochoice='4'][data-state=asking]")).to_be_attached(timeout=TIMEOUT)
+        expect(page.locator("#question[data-nochoice]")).to_have_count(0, timeout=TIMEOUT)   # a flash, then gone
+        assert page.locator(ASKING).count() == 1 and score(page)[1] == 0
+    finally:
+        ctx.close()
+
+
 def test_step_shows_unanswered_and_the_algorithm_lights_one_line_that_follows(browser, app_url):
     ctx, page = open_page(browser, app_url, 1400, 900, query="")
     try:
