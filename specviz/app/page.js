@@ -164,6 +164,12 @@
   //     room left for the answer's sentence, which grows the panel: answering then covers nothing it reveals (a bet
   //     or a myth, data-reveals="0", reveals no part now). The card's head shows too where it fits; where the card's
   //     top and the part cannot both show, the part wins; it never goes under the controls.
+  const underControls = () => { const bar = document.querySelector('#controls'); return (bar ? bar.getBoundingClientRect().bottom : 0) + 4; };
+  const ownScroll = (delta) => {  // our scroll: the card stays the anchor, and the scroll listener lets it be
+    if (Math.abs(delta) > 0.5) window.scrollBy(0, delta);
+    anchor = document.querySelector('#step-card'); anchorTop = anchor.getBoundingClientRect().top;
+    ownScrollUntil = performance.now() + 400;
+  };
   let askedKey = '';
   const keepAskedInView = () => {
     const question = asking(), card = document.querySelector('#step-card .card:not(.empty)');
@@ -176,8 +182,7 @@
     const i = parts.map(hidden).lastIndexOf(false);
     const last = i >= 0 ? parts[i] : card, next = question.dataset.reveals === '0' ? null : parts.slice(i + 1).find(hidden);
     const nextAll = next ? parts.filter((el) => el.dataset.part === next.dataset.part) : [];  // e.g. Correct's two lines
-    const panel = document.querySelector('#predict-panel'), bar = document.querySelector('#controls');
-    const top = (bar ? bar.getBoundingClientRect().bottom : 0) + 4;
+    const panel = document.querySelector('#predict-panel'), top = underControls();
     const prompt = question.querySelector('.q-prompt');
     const line = prompt ? parseFloat(getComputedStyle(prompt).lineHeight) || 20 : 20;
     // the sentence an answer adds, and on the round's last question the bet it settles (a line longer on a phone)
@@ -191,9 +196,7 @@
     const lo = r.bottom - bottom, hi = r.top - top, head = card.getBoundingClientRect().top - top;
     let delta = Math.min(Math.max(0, lo), hi);
     if (head - delta < 0) delta = Math.max(Math.min(delta, head), Math.min(lo, hi));
-    if (Math.abs(delta) > 0.5) window.scrollBy(0, delta);
-    anchor = document.querySelector('#step-card'); anchorTop = anchor.getBoundingClientRect().top;
-    ownScrollUntil = performance.now() + 400;
+    ownScroll(delta);
     fitAlgorithm();
   };
   // 3e. An answer: a panel capped by a short window (page.css) scrolls to its end (the sentence, the bet, the way on;
@@ -212,13 +215,9 @@
     const last = parts[parts.length - 1];
     if (!last) return;
     const revealed = parts.filter((el) => el.dataset.part === last.dataset.part);  // e.g. Correct's two lines
-    const bar = document.querySelector('#controls'), top = (bar ? bar.getBoundingClientRect().bottom : 0) + 4;
     const r = {top: Math.min(...revealed.map((el) => el.getBoundingClientRect().top)), bottom: last.getBoundingClientRect().bottom};
     const limit = panel.getBoundingClientRect().top - 4;
-    if (r.bottom <= limit) return;
-    window.scrollBy(0, Math.max(0, Math.min(r.bottom - limit, r.top - top)));
-    anchor = document.querySelector('#step-card'); anchorTop = anchor.getBoundingClientRect().top;
-    ownScrollUntil = performance.now() + 400;
+    if (r.bottom > limit) ownScroll(Math.max(0, Math.min(r.bottom - limit, r.top - underControls())));
   };
   // 4. After the reader's own Step (never a Play tick): keep the newest tokens in view inside their box, and
   //    on a phone, in classroom mode or when the card ends below the window (zoomed in), bring the round to the
