@@ -111,6 +111,7 @@ def share_handler(session, notation, base, lang: str = "en"):
 @with_lock
 def open_link_handler(session, text, lang: str = "en"):
     """A link's recipe replayed to its step: (session, view, the recipe's settings or None, status)."""
+    session.link_read = True  # from here #lang redraws the tab's own views (app/wiring.py on_lang)
     status = check_lang(lang)
     lang = "en" if status.error else lang
     try:
@@ -174,7 +175,8 @@ def open_lesson_handler(session, name, notation, lang: str = "en"):
     return session, view_of(session, notation, Status("info", tr(lang, "lesson.opened")), lang)
 
 
-# The page's address and the recipe of the link it was opened with (#run=… or ?run=…), read once on load.
+# The page's address and the recipe of the link it was opened with (#run=… or ?run=…), read once on load (by the
+# page's one load event, with its language: app/wiring.py INITIAL_JS).
 READ_LINK_JS = """() => {
   const hash = new URLSearchParams(location.hash.replace(/^#/, ''));
   const query = new URLSearchParams(location.search);
@@ -215,7 +217,6 @@ def wire_share(demo: gr.Blocks, page, views: list, model_queue: dict, inputs: di
 
     bar.share_btn.click(on_share, [session, notation, bar.page_url, lang], [session, bar.link, message],
                         api_name="share", concurrency_limit=None)
-    demo.load(None, None, [bar.link_in, bar.page_url], js=READ_LINK_JS, api_visibility="private")
     bar.link_in.change(on_open_link, [session, bar.link_in, lang], [session, *views, message, *knobs],
               api_visibility="private", show_progress="minimal", **model_queue)
     gr.api(open_link_api, api_name="open_link", concurrency_limit=model_queue["concurrency_limit"])

@@ -48,7 +48,7 @@ from .layout import (
 )
 from .playground_wiring import wire_playground
 from .predict_ui import wire_predict
-from .share import show_opening, wire_share
+from .share import READ_LINK_JS, show_opening, wire_share
 
 CACHE_SWEEP = (300, 900)  # (every, older than) seconds: gradio's delete_cache
 
@@ -244,24 +244,30 @@ def wire_toolbar(demo: gr.Blocks, page: Page):
     t, header, what, race = page.toolbar, page.settings.header, page.step.what, page.step.race
     play_btn = page.controls.play_btn
 
-    def on_lang(s, n, step, code, playing_label):
+    def on_lang(s, n, step, code, playing_label, link):
         shown_race = race_view(s if isinstance(s, Session) else Session(), code)  # the tab's own race redrawn too
         # the step shown is the session's own (its `viewing`): #view-step's value was read when the event was sent,
-        # and an event holding the session's lock meanwhile (a link opening as the page loads) may have moved it
+        # and an event holding the session's lock meanwhile (a link opening as the page loads) may have moved it.
+        # A link the page loaded with and no event has read yet draws the views itself, in this language: a lesson
+        # drawn here could reach the browser after the link's card and cover it (the two run side by side)
+        link_pending = bool(link) and not (isinstance(s, Session) and s.link_read)
+        views = {c: gr.skip() for c in all_views(page)} if link_pending else shown_view(page, s, n, None, code)
         # the message stays: the event that wrote it (a link opened as the page loads, whose lock this event waited
         # on) may have ended before this one, and a redraw would wipe what it said
-        return {**shown_view(page, s, n, None, code), page.controls.message: gr.skip(), header: intro(n, code),
+        return {**views, page.controls.message: gr.skip(), header: intro(n, code),
                 what: what_you_see(code),
                 race: gr.skip() if shown_race is None else shown_race,
                 play_btn: gr.Button(value=tr(code, "btn.pause" if playing_label in PAUSE_LABELS else "btn.play"))}
 
     notation = page.settings.notation
-    t.lang.change(on_lang, [page.session, notation, page.step.view_step, t.lang, play_btn],
+    t.lang.change(on_lang, [page.session, notation, page.step.view_step, t.lang, play_btn, page.share.link_in],
                   [*all_views(page), header, what, play_btn, race], **LIGHT)
     t.lang.change(None, t.lang, None, js=SET_LOCALE_JS, api_visibility="private")
     t.lang.change(relabel, t.lang, [*page.tabs, notation, page.settings.preset, page.pg.preset,
                                     page.settings.drafter], **LIGHT)
-    loaded = demo.load(None, None, [t.lang, t.classroom, t.predict], js=INITIAL_JS, api_visibility="private")
+    # one load sets the language and the link together, so #lang's redraw is sent knowing a link is on its way
+    loaded = demo.load(None, None, [t.lang, t.classroom, t.predict, page.share.link_in, page.share.page_url],
+                       js=INITIAL_JS, api_visibility="private")
     t.classroom.change(None, t.classroom, None, js="(on) => { document.body.classList.toggle('classroom', !!on); }",
                        api_visibility="private")
     t.classroom.change(lambda on, s: max(float(s), CLASSROOM_PACE_S) if on else s, [t.classroom, t.speed], t.speed,
@@ -350,11 +356,13 @@ def relabel(code: str) -> list:
 
 PAUSE_LABELS = {CATALOGUE[code]["btn.pause"] for code in CATALOGUE}
 # The page's language on load: ?lang= in the URL, else the browser's; ?classroom=1 turns classroom mode on and
-# ?predict=1 predict mode. The codes come from LANGUAGES, so a new locale file needs no change here.
+# ?predict=1 predict mode; then the link it was opened with and its address (READ_LINK_JS). The codes come from
+# LANGUAGES, so a new locale file needs no change here.
 INITIAL_JS = """() => {
   const q = new URLSearchParams(location.search);
   const wanted = (q.get('lang') || navigator.language || 'en').toLowerCase().split('-')[0];
-  return [CODES.includes(wanted) ? wanted : 'en', q.get('classroom') === '1', q.get('predict') === '1'];
-}""".replace("CODES", json.dumps(list(LANGUAGES)))
+  return [CODES.includes(wanted) ? wanted : 'en', q.get('classroom') === '1', q.get('predict') === '1',
+          ...(READ_LINK)()];
+}""".replace("CODES", json.dumps(list(LANGUAGES))).replace("READ_LINK", READ_LINK_JS)
 # gradio translates the labels in the browser; #lang moves its locale too (window.specvizSetLocale, page.js)
 SET_LOCALE_JS = "(code) => { window.specvizSetLocale && window.specvizSetLocale(code); }"

@@ -55,6 +55,7 @@ class Session:
         self.race_settings: dict = {}        # the settings it ran with, by name
         self.race_lang = "en"               # the language it was drawn in (#lang may move while it runs)
         self.predict = Predict()             # predict mode: on or off, the score of this run, the round asked
+        self.link_read = False               # an event read the link the page was opened with (opened or refused)
 
     def __deepcopy__(self, memo):  # gr.State deep-copies its initial value for each tab: a fresh session
         return Session()

@@ -155,6 +155,28 @@ def test_the_pages_first_paint_is_the_lesson(forwards):
     assert "recorded on" in card.value and forwards["n"] == 0
 
 
+def test_a_language_redraw_sent_before_the_pages_link_is_read_leaves_the_card_to_the_link(built_app, stepped):
+    """One load event sets #lang and the link; #lang's redraw and the link's replay then run side by side. A lesson
+    card the redraw drew before the replay reached the browser after the link's card and covered it (seen once in a
+    full run, and every time with the redraw delayed 3 s). While a link is on its way the redraw leaves the views to
+    the link's event, which draws them in the page's language; once the link was read it redraws them as before."""
+    ids = {block._id: getattr(block, "elem_id", None) for block in built_app.blocks.values()}
+    loads = [[ids[i] for i in d["outputs"]] for d in built_app.config["dependencies"]
+             if any(event == "load" for _, event in d["targets"])]
+    assert [outputs for outputs in loads if "share-open" in outputs] == [["lang", "classroom", "predict", "share-open",
+                                                                         "page-url"]]
+    on_lang = next(f.fn for f in built_app.fns.values() if f.name == "on_lang")
+    card = next(b for b in built_app.blocks.values() if getattr(b, "elem_id", None) == "step-card")
+    _, link = stepped
+    pending = on_lang(Session(), "leviathan", None, "ja", "Play", link)
+    assert pending[card] == {"__type__": "update"}  # gradio's skip: the card stays for the link to draw
+    opened, _, _, _ = open_link_handler(Session(), link, lang="ja")
+    after = on_lang(opened, "leviathan", None, "ja", "Play", link)
+    assert 'data-step="3"' in after[card] and "ステップ" in after[card]
+    without = on_lang(Session(), "leviathan", None, "ja", "Play", "")
+    assert "recorded-card" in without[card] and "ステップ" in without[card]  # the lesson, redrawn in Japanese
+
+
 def test_a_trace_file_opens_and_step_play_and_view_step_move_through_it(page_settings, forwards):
     text = LESSON.read_text(encoding="utf-8")
     total = len(text.splitlines()) - 1

@@ -114,7 +114,7 @@ def test_merged_variant_of_verify_tree_is_caught_by_sampling():
     assert chi_square_pvalue(counts[True], p[0].numpy()) < 1e-6
 
 
-@pytest.mark.parametrize("k", [2, 4])
+@pytest.mark.parametrize("k", [pytest.param(2, marks=pytest.mark.slow), 4])  # k = 2 in the full run only (6 s each)
 def test_the_first_two_tokens_of_tree_rounds_follow_the_target_chain(k):
     """N = 8,000 samples, k chains of gamma = 2 drawn i.i.d. from prefix-dependent draft rows (V = 3), verified
     as a token tree round after round until two tokens: chi-square over the 9 sequences against the target chain,

@@ -3,13 +3,12 @@ of pytest's report, from fixed inputs."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import pytest
 import torch
 
 from specviz.tools import gpucheck
+from tests.cli_runner import run_cli
 
 JUNIT = """<?xml version="1.0" encoding="utf-8"?><testsuites><testsuite name="pytest" errors="0" failures="1"
 skipped="2" tests="7"><testcase classname="tests.engine.test_rewind" name="test_a"><properties>
@@ -19,8 +18,7 @@ name="test_b"><failure message="boom"/></testcase></testsuite></testsuites>"""
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the answer of a machine without CUDA")
 def test_without_cuda_it_prints_one_error_line_and_exits_2():
-    done = subprocess.run([sys.executable, "-m", "specviz", "gpucheck", "--json"], capture_output=True, text=True,
-                          timeout=300)
+    done = run_cli("gpucheck", "--json")
     assert done.returncode == 2 and done.stdout == ""
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: gpucheck needs a CUDA device") and "--cpu" in lines[0]

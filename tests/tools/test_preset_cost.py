@@ -1,11 +1,9 @@
 """tools.preset_cost on shrunken shapes (the real ones are for a GPU): the figures and the predictions."""
-import subprocess
-import sys
-
 import pytest
 
 from specviz.engine.models.shapes import ARCHITECTURES
 from specviz.tools.preset_cost import TYPICAL_ALPHAS, measure_shapes
+from tests.cli_runner import run_cli
 
 
 def test_measures_both_models_and_predicts_from_the_cost_model():
@@ -22,8 +20,7 @@ def test_measures_both_models_and_predicts_from_the_cost_model():
 
 
 def test_a_preset_without_shapes_is_a_one_line_error():
-    out = subprocess.run([sys.executable, "-m", "specviz", "bench", "--preset", "shakespeare", "--random-weights"],
-                         capture_output=True, text=True, timeout=120)
+    out = run_cli("bench", "--preset", "shakespeare", "--random-weights")
     assert out.returncode == 2 and out.stderr.startswith("error:") and "random-weights" in out.stderr
     assert "Traceback" not in out.stderr
 
