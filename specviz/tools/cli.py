@@ -2,6 +2,7 @@
 
 generate, bench, report, whatif, loadtest and replay are parsed here; train, distill-smollm2, modelcard and
 record-lessons take their own flags (`specviz train --help`). Bad input is one line `error: ...` and exit status 2.
+Parsing reads names only, so a typo or --help is answered before torch, transformers, gradio or plotly load.
 """
 from __future__ import annotations
 
@@ -13,11 +14,8 @@ import sys
 from ..core.config import GAMMA_AUTO, DecodeConfig
 from ..core.draft_length import GAMMA_MAX_DEFAULT
 from ..core.metrics import metric_set
-from ..engine.decoding.decoders import DecodingFinished, SpeculativeDecoder, TargetOnlyDecoder
-from ..engine.decoding.drafters import DEFAULT_DRAFTER, DRAFTERS, HybridDraft, PromptLookup, check_drafter
-from ..engine.decoding.factory import make_decoder
-from ..engine.models.loading import load_pair
-from ..engine.models.presets import PRESETS, ModelLoadError
+from ..engine.decoding.drafter_names import DEFAULT_DRAFTER, DRAFTER_NAMES, HYBRID_DRAFTER, LOOKUP_DRAFTER
+from ..engine.models.preset_names import PRESET_NAMES
 from .cli_values import (
     BENCH_RUNS_MAX,
     OneLineParser,
@@ -27,6 +25,7 @@ from .cli_values import (
     gamma_value,
     gamma_values,
     number_list,
+    refusal,
     settle_gamma_max,
     thread_count,
     whole_list,
@@ -39,7 +38,7 @@ RESET = "\033[0m"
 
 
 def _add_decoding_args(ap: argparse.ArgumentParser, gamma_list: bool = False) -> None:
-    ap.add_argument("--preset", choices=sorted(PRESETS), default=None)
+    ap.add_argument("--preset", choices=sorted(PRESET_NAMES), default=None)
     ap.add_argument("--draft", help="draft model: hub id or local folder (with --target)")
     ap.add_argument("--target", help="target model: hub id or local folder (with --draft)")
     ap.add_argument("--device", default=None, help="cuda, mps or cpu (default: picked automatically)")
@@ -53,13 +52,15 @@ def _add_decoding_args(ap: argparse.ArgumentParser, gamma_list: bool = False) ->
     ap.add_argument("--gamma-max", type=gamma_max_value, default=None,
                     help=f"with --gamma auto: the most drafts a round, 1..16 (default {GAMMA_MAX_DEFAULT})")
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--drafter", choices=list(DRAFTERS), default=DEFAULT_DRAFTER,
+    ap.add_argument("--drafter", choices=list(DRAFTER_NAMES), default=DEFAULT_DRAFTER,
                     help="who proposes: the pair's draft model; prompt lookup (copies what followed an earlier "
                          "occurrence of the last n tokens; the draft model is not used); or auto: prompt lookup in "
                          "the rounds where the context has such a match, the draft model in the others")
 
 
 def config_from(args) -> DecodeConfig:
+    from ..engine.decoding.drafters import check_drafter
+
     config = DecodeConfig.from_knobs(gamma=args.gamma, temperature=args.temperature, top_k=args.top_k,
                                    top_p=args.top_p, kl_budget=args.kl_budget, max_new_tokens=args.max_new_tokens,
                                    seed=args.seed, drafts=getattr(args, "drafts", 1), drafter=args.drafter,
@@ -69,6 +70,8 @@ def config_from(args) -> DecodeConfig:
 
 def run_stats(decoder) -> dict:
     """generate --json's stats: the metric set of specviz.metrics (the baseline: the same keys)."""
+    from ..engine.decoding.decoders import SpeculativeDecoder
+
     if isinstance(decoder, SpeculativeDecoder):
         return {**metric_set(decoder.records), "prefill_s": decoder.prefill_s}
     c = decoder.counters
@@ -78,13 +81,16 @@ def run_stats(decoder) -> dict:
 
 
 def cmd_generate(args) -> int:
+    from ..engine.decoding import decoders, factory
+    from ..engine.models.loading import load_pair
+
     config = config_from(args)
     pair = load_pair(args.preset, draft=args.draft, target=args.target, device=args.device)
     if not args.baseline:
         from ..engine.serving.auto_gamma import resolve
 
         config = resolve(pair, config)  # gamma auto: its rule at this pair's measured costs (measured first)
-    decoder = (TargetOnlyDecoder if args.baseline else make_decoder)(pair, args.prompt, config)
+    decoder = (decoders.TargetOnlyDecoder if args.baseline else factory.make_decoder)(pair, args.prompt, config)
     steps = decoder.run()
     if args.json:
         out = {"text": decoder.text, "token_ids": decoder.generated_ids,
@@ -113,9 +119,9 @@ def cmd_bench(args) -> int:
 
     if args.threads is not None:  # e.g. the page's own count (every core but one), to compare with its counters
         __import__("torch").set_num_threads(args.threads)
-    if args.drafter == PromptLookup.kind and (args.drafts is not None or args.random_weights):
+    if args.drafter == LOOKUP_DRAFTER and (args.drafts is not None or args.random_weights):
         raise ValueError("bench --drafter lookup runs the lookup bench: leave out --drafts and --random-weights")
-    if args.gamma == GAMMA_AUTO or args.drafter == HybridDraft.kind:
+    if args.gamma == GAMMA_AUTO or args.drafter == HYBRID_DRAFTER:
         from .auto_bench import cmd_auto_bench
 
         return cmd_auto_bench(args)
@@ -132,7 +138,7 @@ def cmd_bench(args) -> int:
             for row in result["rows"]:
                 print("  ".join(f"{k} {v}" for k, v in row.items()))
         return 0
-    if args.drafter == PromptLookup.kind:
+    if args.drafter == LOOKUP_DRAFTER:
         from .lookup_bench import run_lookup_bench
 
         result = run_lookup_bench(preset=args.preset, draft=args.draft, target=args.target, device=args.device,
@@ -248,14 +254,8 @@ def main(argv=None) -> int:
     try:
         settle_gamma_max(args, GAMMA_MAX_DEFAULT)
         return args.func(args)
-    except (ValueError, ModelLoadError, DecodingFinished) as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
-    except RuntimeError as err:  # e.g. out of memory mid-run
-        print(f"error: the models failed: {str(err).splitlines()[0]}", file=sys.stderr)
-        return 2
-    except OSError as err:  # e.g. the disk filled while writing
-        print(f"error: {err.strerror or err}{f': {err.filename}' if err.filename else ''}", file=sys.stderr)
+    except (ValueError, RuntimeError, OSError) as err:
+        print(f"error: {refusal(err)}", file=sys.stderr)
         return 2
 
 
@@ -361,7 +361,7 @@ def add_whatif(sub) -> None:
                            "default: the report's, or 1")
     what.add_argument("--max-new-tokens", type=int, default=None,
                       help="each request's budget (1..4096), its last round cut there; default: the report's or none")
-    what.add_argument("--preset", choices=sorted(PRESETS), default=None,
+    what.add_argument("--preset", choices=sorted(PRESET_NAMES), default=None,
                       help="measure the verify's cost curve V(n) on this pair here (or --draft and --target)")
     what.add_argument("--draft", help="with --target: measure V(n) on this pair (hub id or local folder)")
     what.add_argument("--target", help="with --draft: measure V(n) on this pair")

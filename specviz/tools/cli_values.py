@@ -1,15 +1,34 @@
-"""The command line's values: each parsed and checked, a refusal one line naming the flag and its range."""
+"""The command line's values: each parsed and checked, a refusal one line naming the flag and its range.
+
+Parsing runs before torch, transformers, gradio or plotly load (a typo is refused at once), so this module
+imports none of them, directly or through the engine's registries: it reads their names (`drafter_names`).
+"""
 from __future__ import annotations
 
 import argparse
 
 from ..core.config import GAMMA_AUTO, GAMMA_MAX, GAMMA_MIN
-from ..engine.decoding.drafters import HybridDraft
+from ..engine.decoding.drafter_names import HYBRID_DRAFTER
+
+
+def parse_gammas(text: str | int | list) -> list[int | str]:
+    """'1,2,4,auto' (or one value) -> [1, 2, 4, "auto"]: whole numbers in 1..GAMMA_MAX or auto, duplicates dropped."""
+    items = text if isinstance(text, list) else [text] if isinstance(text, int) else str(text).split(",")
+    out = []
+    for item in items:
+        try:
+            value = GAMMA_AUTO if str(item).strip().lower() == GAMMA_AUTO else int(str(item).strip())
+        except ValueError:
+            value = None
+        if value is None or (value != GAMMA_AUTO and not 1 <= value <= GAMMA_MAX):
+            raise ValueError(f"--gamma takes whole numbers in 1..{GAMMA_MAX} or auto separated by commas (e.g. "
+                             f"1,2,4,auto), not {text!r}")
+        if value not in out:
+            out.append(value)
+    return out
 
 
 def gamma_values(text: str) -> list[int]:
-    from .report import parse_gammas
-
     try:
         return parse_gammas(text)
     except ValueError as err:
@@ -49,7 +68,7 @@ def settle_gamma_max(args, default: int) -> None:
     if not hasattr(args, "gamma_max"):
         return
     gammas = args.gamma if isinstance(args.gamma, list) else [args.gamma]
-    runs_auto = args.command == "bench" and args.drafter == HybridDraft.kind
+    runs_auto = args.command == "bench" and args.drafter == HYBRID_DRAFTER
     if args.gamma_max is not None and GAMMA_AUTO not in gammas and not runs_auto:
         raise ValueError(f"--gamma-max caps --gamma auto; with --gamma {','.join(map(str, gammas))} it does nothing: "
                          f"leave it out")
@@ -86,6 +105,19 @@ class OneLineParser(argparse.ArgumentParser):
 
     def error(self, message):
         self.exit(2, f"error: {message} (see {self.prog} --help)\n")
+
+
+def refusal(err: ValueError | RuntimeError | OSError) -> str:
+    """What follows `error: ` when a command raised `err`: a bad value's (or a pair's, `ModelLoadError`) own
+    message; a decoder asked past its end; the models failing (e.g. out of memory mid-run); the disk failing (e.g.
+    full while writing)."""
+    if isinstance(err, ValueError):
+        return str(err)
+    if isinstance(err, RuntimeError):
+        from ..engine.decoding.base import DecodingFinished  # a command ran its models: the engine is loaded already
+
+        return str(err) if isinstance(err, DecodingFinished) else f"the models failed: {str(err).splitlines()[0]}"
+    return f"{err.strerror or err}{f': {err.filename}' if err.filename else ''}"
 
 
 def writable_folder(flag: str, path: str) -> None:

@@ -14,8 +14,6 @@ from ..core.notation import num, show
 from ..core.race_record import Race
 from ..core.trace import StepTrace
 from ..core.tracefile import MAX_FILE_BYTES, Recording, TraceFileError, read_recording
-from ..present.recorded import recorded_label
-from ..present.render import decisive
 
 SYMBOL = {"accepted": "✓", "rejected": "✗", "unexamined": "·"}
 
@@ -35,6 +33,8 @@ def read_trace_file(path: str) -> Recording:
 
 def round_lines(trace: StepTrace) -> list[str]:
     """One round as the card tells it, in plain text."""
+    from ..present.render import decisive  # present loads torch and plotly: only once `replay` runs
+
     drafted = " ".join(show(p.draft_text) for p in trace.positions) or "(nothing drafted)"
     lines = [f"step {trace.step}  γ {trace.gamma}  T {trace.temperature:g}  drafted: {drafted}"]
     for p in trace.positions:
@@ -63,6 +63,8 @@ def race_lines(race: Race) -> list[str]:
 
 
 def replay_text(recording: Recording, index: int) -> str:
+    from ..present.recorded import recorded_label  # as round_lines: loaded when a replay runs
+
     run = recording.runs[index]
     head = (f"{recorded_label(recording.producer)}; run {index + 1} of {len(recording.runs)} "
             f"(prompt {run.prompt_index + 1}, seed run {run.run_index}), {len(run.traces)} step(s)")

@@ -37,6 +37,7 @@ from ..engine.serving.costs import VerifyCostTimer
 from ..engine.serving.run import ComparedRun, RunSettings, WarmRuns
 from ..present import diagnosis, report_page
 from ..present.share import dtype_text
+from .cli_values import parse_gammas  # the command line's parser: report's `gamma` reads the same
 
 
 def read_prompts(path: str | Path) -> list[str]:
@@ -49,23 +50,6 @@ def read_prompts(path: str | Path) -> list[str]:
     if not prompts:
         raise ValueError(f"the prompts file {str(path)!r} has no prompts (one per line)")
     return prompts
-
-
-def parse_gammas(text: str | int | list) -> list[int | str]:
-    """'1,2,4,auto' (or one value) -> [1, 2, 4, "auto"]: whole numbers in 1..GAMMA_MAX or auto, duplicates dropped."""
-    items = text if isinstance(text, list) else [text] if isinstance(text, int) else str(text).split(",")
-    out = []
-    for item in items:
-        try:
-            value = GAMMA_AUTO if str(item).strip().lower() == GAMMA_AUTO else int(str(item).strip())
-        except ValueError:
-            value = None
-        if value is None or (value != GAMMA_AUTO and not 1 <= value <= GAMMA_MAX):
-            raise ValueError(f"--gamma takes whole numbers in 1..{GAMMA_MAX} or auto separated by commas (e.g. "
-                             f"1,2,4,auto), not {text!r}")
-        if value not in out:
-            out.append(value)
-    return out
 
 
 def round_costs(by_gamma: dict, pooled: dict, one_pass_s: float | None, max_new_tokens: int) -> dict | None:

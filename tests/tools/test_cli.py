@@ -83,3 +83,64 @@ def test_loadtest_small_isolation_and_no_errors():
     assert out["errors"] == 0 and out["sessions_identical_to_solo"] == 2
     assert out["solo"]["steps"] == out["pair"]["steps"] == out["loaded"]["steps"] == 6
     assert out["loaded"]["steps_per_s"] > 0 and len(out["churn"]["rss_mib"]) == 2 and out["churn"]["rss_after_mib"] > 0
+
+
+# In a fresh interpreter: each case's exit status and stderr, then which heavy packages parsing loaded.
+PARSE_ONLY = """
+import contextlib, io, json, sys
+from specviz.tools.cli import main
+required = {"generate": ["--prompt", "x"], "bench": [], "report": ["--out", "x"], "whatif": [], "loadtest": [],
+            "replay": ["trace.jsonl"]}  # so that the flag, not a missing argument, is what is refused
+cases = [[sub, *given, flag] for sub, given in required.items() for flag in ("--no-such-flag", "--help")]
+cases += [["bench", "--gama", "3"], ["report", "--gamma", "1,2,auto", "--out", "x", "--preset", "smollm2", "--typo"]]
+told = []
+for case in cases:
+    err = io.StringIO()
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
+        try:
+            code = main(case)
+        except SystemExit as stop:
+            code = stop.code
+    told.append([case, code, err.getvalue()])
+heavy = [name for name in ("torch", "transformers", "gradio", "plotly") if name in sys.modules]
+print(json.dumps({"told": told, "heavy": heavy}))
+"""
+
+
+def test_a_typo_and_help_are_answered_before_torch_transformers_gradio_or_plotly_load():
+    """Parsing reads names only: every subcommand cli parses refuses a bad flag in one line (exit 2) and shows
+    --help (exit 0) with none of the heavy packages imported, one interpreter for all the cases."""
+    out = subprocess.run([sys.executable, "-c", PARSE_ONLY], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-1500:]
+    found = json.loads(out.stdout)
+    assert found["heavy"] == []
+    for case, code, stderr in found["told"]:
+        if case[-1] == "--help":
+            assert code == 0 and stderr == "", case
+        else:
+            assert code == 2 and stderr.startswith("error: unrecognized arguments: ") and stderr.count("\n") == 1, \
+                (case, stderr)
+
+
+def test_the_names_the_command_line_offers_are_the_registries():
+    """The parser offers preset and drafter names without importing the registries: the same names, in order."""
+    from specviz.engine.decoding.drafter_names import DEFAULT_DRAFTER, DRAFTER_NAMES
+    from specviz.engine.decoding.drafters import DRAFTERS, HybridDraft, ModelDraft, PromptLookup
+    from specviz.engine.models.preset_names import PRESET_NAMES
+    from specviz.engine.models.presets import PRESETS
+
+    assert tuple(PRESETS) == PRESET_NAMES and tuple(DRAFTERS) == DRAFTER_NAMES
+    assert (ModelDraft.kind, PromptLookup.kind, HybridDraft.kind) == DRAFTER_NAMES
+    assert DEFAULT_DRAFTER == ModelDraft.kind
+
+
+def test_a_finished_decoder_is_told_in_its_own_words_and_a_failing_model_in_one_line():
+    from specviz.engine.decoding.decoders import DecodingFinished
+    from specviz.engine.models.presets import ModelLoadError
+    from specviz.tools.cli_values import refusal
+
+    assert refusal(DecodingFinished("the run has finished")) == "the run has finished"
+    assert refusal(ModelLoadError("unknown preset 'x'")) == "unknown preset 'x'"
+    assert refusal(RuntimeError("CUDA out of memory.\nTried to allocate")) == "the models failed: CUDA out of memory."
+    assert refusal(OSError(28, "No space left on device", "out/report.html")) == \
+        "No space left on device: out/report.html"

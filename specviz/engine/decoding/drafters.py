@@ -7,6 +7,7 @@ a drafter it has no view for in a plain form; `present/draft_sources.py` holds t
 from __future__ import annotations
 
 from ...core.config import DecodeConfig
+from .drafter_names import DEFAULT_DRAFTER, DRAFTER_NAMES, HYBRID_DRAFTER, LOOKUP_DRAFTER, MODEL_DRAFTER
 from .drafting import Drafter
 from .hybrid_draft import HybridDraft
 from .lookup_draft import PromptLookup
@@ -27,10 +28,11 @@ def register(name: str, drafter: type) -> type:
     return drafter
 
 
-register("model", ModelDraft)     # the pair's draft model (plain, or reading the target's features)
-register("lookup", PromptLookup)  # prompt lookup: copies what followed an earlier n-gram (core.lookup)
-register("auto", HybridDraft)     # per round: the lookup where the context has a match, the draft model elsewhere
-DEFAULT_DRAFTER = ModelDraft.kind
+register(MODEL_DRAFTER, ModelDraft)     # the pair's draft model (plain, or reading the target's features)
+register(LOOKUP_DRAFTER, PromptLookup)  # prompt lookup: copies what followed an earlier n-gram (core.lookup)
+register(HYBRID_DRAFTER, HybridDraft)   # per round: the lookup where the context has a match, the draft model elsewhere
+if tuple(DRAFTERS) != DRAFTER_NAMES:  # the command line offers DRAFTER_NAMES without importing this registry
+    raise ImportError(f"the registry's drafters {tuple(DRAFTERS)} are not drafter_names' {DRAFTER_NAMES}")
 
 
 def drafter_class(config: DecodeConfig) -> type[Drafter]:

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from .. import settings
 from . import smollm2
+from .preset_names import PRESET_NAMES
 
 
 def _assets() -> Path:
@@ -108,6 +109,8 @@ PRESETS: dict[str, Preset] = {
     "pythia": Preset("EleutherAI/pythia-70m", "EleutherAI/pythia-1.4b", name="pythia",
                      examples=("The capital of France is",), description="hub", lookup_examples=BASE_LOOKUP_EXAMPLES),
 }
+if tuple(PRESETS) != PRESET_NAMES:  # the command line offers PRESET_NAMES without importing this table
+    raise ImportError(f"the table's presets {tuple(PRESETS)} are not preset_names' {PRESET_NAMES}")
 
 
 def pair_ref(preset: str | Preset | None = None, *, draft: str | None = None, target: str | None = None) -> Preset:
