@@ -67,24 +67,27 @@ def pytest_collection_modifyitems(items):
 
 def in_run_order(items: list) -> list:
     """The run's order under pytest-xdist (pyproject.toml turns xdist's own reordering off, so its workers take the
-    files in this order): the files without chromium or an `alone` test, those with a `slow` test first (the laws and
-    subprocesses), the ones with more tests first within each (xdist's own heuristic: big files early, small ones fill
-    the end); then the chromium files; then the files with an `alone` test.
+    files in this order): the files without chromium or an `alone` test, those with an `early` test first (the load
+    tests), then those with a `slow` test (the laws and subprocesses), the ones with more tests first within each
+    (xdist's own heuristic: big files early, small ones fill the end); then the chromium files; then the files with an
+    `alone` test.
 
     - A chromium test waits for events of a page served on the same two cores. Beside the other worker's laws and
       subprocesses it failed now and then (three different browser tests in three full runs, when they ran amid the
       rest); at the end, both workers run chromium tests, which mostly wait on the page, side by side.
-    - An `alone` test (the page's speed against the bench; the two load tests, which load the machine for minutes;
-      five browser tests that failed under load) waits for the other worker's test in progress and starts nothing
-      meanwhile: amid the others it would run the other worker's tests one at a time; last, the alone tests run one
-      after another while the rest is done."""
+    - The load tests load both cores for a minute or so. Beside browser tests they made them fail; `alone`, the other
+      worker idled through them. First, they run beside laws and subprocesses, whose bounds are not times.
+    - An `alone` test (the page's speed against the bench) waits for the other worker's test in progress and starts
+      nothing meanwhile: amid the others it would run the other worker's tests one at a time; last, the alone tests
+      run one after another while the rest is done."""
     files: dict = {}
     for item in items:
         files.setdefault(item.path, []).append(item)
 
     def key(tests):
         return (any(t.get_closest_marker("alone") for t in tests), any(drives_chromium(t) for t in tests),
-                not any(t.get_closest_marker("slow") for t in tests), -len(tests))
+                not any(t.get_closest_marker("early") for t in tests), not any(t.get_closest_marker("slow") for t in tests),
+                -len(tests))
 
     return [item for tests in sorted(files.values(), key=key) for item in tests]
 

@@ -7,9 +7,10 @@ import pytest
 
 from specviz.engine.models import smollm2
 
-# a load test: a server of its own under attack; alone: it loads both cores (browser tests beside it failed in four of
-# six full runs, docs/contributing.md)
-pytestmark = [pytest.mark.slow, pytest.mark.alone]
+# a load test: a server of its own under attack;
+# early: it loads both cores, so it runs first, beside the laws, never beside a chromium test (browser tests
+# beside it failed in four of six full runs, docs/contributing.md)
+pytestmark = [pytest.mark.slow, pytest.mark.early]
 
 
 @pytest.mark.skipif(smollm2.gguf_folder() is None and not smollm2._complete(smollm2.cache_folder()),

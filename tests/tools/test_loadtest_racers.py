@@ -7,9 +7,10 @@ import pytest
 
 from specviz.tools.racers import racers_text, run_racers
 
-# a load test: a server of its own and visitors racing for minutes; alone: it loads both cores (browser tests beside it
-# failed in four of six full runs, docs/contributing.md)
-pytestmark = [pytest.mark.slow, pytest.mark.alone]
+# a load test: a server of its own and visitors racing for minutes;
+# early: it loads both cores, so it runs first, beside the laws, never beside a chromium test (browser tests
+# beside it failed in four of six full runs, docs/contributing.md)
+pytestmark = [pytest.mark.slow, pytest.mark.early]
 
 
 def test_racers_never_stall_a_light_step_and_memory_comes_back():
