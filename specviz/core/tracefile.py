@@ -27,7 +27,8 @@ class TraceFileError(ValueError):
 
 @dataclass
 class RecordedRun:
-    """One run of a recording: which prompt and seed run it was, the prompt, its steps."""
+    """One run of a recording: which prompt and run it was (a report numbers each gamma's runs after the gammas' before
+    it), the prompt, its steps."""
     prompt_index: int
     run_index: int
     prompt: str

@@ -67,7 +67,7 @@ def replay_text(recording: Recording, index: int) -> str:
 
     run = recording.runs[index]
     head = (f"{recorded_label(recording.producer)}; run {index + 1} of {len(recording.runs)} "
-            f"(prompt {run.prompt_index + 1}, seed run {run.run_index}), {len(run.traces)} step(s)")
+            f"(prompt {run.prompt_index + 1}, run {run.run_index}), {len(run.traces)} step(s)")
     body = [line for trace in run.traces for line in round_lines(trace)]
     text = run.prompt + "".join(e.text for t in run.traces for e in t.emitted)
     race = ["", *race_lines(recording.race)] if recording.race else []

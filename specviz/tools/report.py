@@ -288,7 +288,8 @@ def run_all(pair, prompts: list[str], gammas: list[int], configs: dict, lines, p
         for i, prompt in enumerate(prompts):
             p_records, p_calls = [], []
             for run, config in enumerate(configs[g]):
-                compared, traces = compared_run(pair, prompt, config, lines, i, run)
+                # each gamma's runs numbered after the gammas' before it: a trace file's run restarts its steps at 1
+                compared, traces = compared_run(pair, prompt, config, lines, i, gi * len(configs[g]) + run)
                 done.verify.block(block)
                 records, calls = compared.timings()
                 g_requests.append(records)

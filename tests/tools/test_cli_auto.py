@@ -88,6 +88,13 @@ def test_report_runs_gamma_auto_beside_fixed_gammas_with_its_drafted_lengths(tmp
     assert sum(auto["acceptance_length_histogram"]) == len(drafted) and auto["over_best_fixed"] > 0
     page = (tmp_path / "r" / "report.html").read_text()
     assert 'id="drafted-lengths"' in page and "γ auto: a draft length that adapts" in page
+    # its traces read back as the same runs: gamma auto's rounds stay auto, not the gammas they happened to draft
+    again = run_cli("report", "--from-traces", str(tmp_path / "r" / "traces.jsonl"), "--out", str(tmp_path / "t"))
+    assert again.returncode == 0, again.stderr[-1500:]
+    recounted = json.loads((tmp_path / "t" / "summary.json").read_text())
+    assert list(recounted["by_gamma"]) == ["2"] and recounted["settings"]["gammas"] == [2, "auto"]
+    for key in ("acceptance_rate", "drafted_length_histogram", "acceptance_length_histogram", "steps"):
+        assert recounted["gamma_auto"][key] == auto[key], key
 
 
 # a verify curve planted as the pair's measured one: the line V(n) = 1 + 0.03 (n - 1) with timing noise of +-0.02

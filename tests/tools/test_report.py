@@ -66,7 +66,17 @@ def test_report_writes_summary_traces_and_a_self_contained_page(tmp_path):
         assert {k: summary["by_gamma"][str(gamma)][k] for k in acceptance} == {k: expected[k] for k in acceptance}
     first = [StepRecord(**x["record"]) for x in first_gamma if x["prompt_index"] == 0]
     assert summary["prompts"][0]["acceptance_rate"] == metric_set(first)["acceptance_rate"]
-    assert {x["run_index"] for x in lines} == {0, 1}
+    assert {x["run_index"] for x in lines} == {0, 1, 2, 3}  # gamma 1's two runs numbered after gamma 3's
+    # the file reads back (each run numbers its steps from 1) and its report gives the same acceptance figures
+    from specviz.core.tracefile import read_recording
+
+    assert len(read_recording((tmp_path / "r" / "traces.jsonl").read_text()).runs) == 8  # 2 gammas x 2 prompts x 2 runs
+    again = run_cli("report", "--from-traces", str(tmp_path / "r" / "traces.jsonl"), "--out", str(tmp_path / "t"))
+    assert again.returncode == 0, again.stderr[-1500:]
+    recounted = json.loads((tmp_path / "t" / "summary.json").read_text())
+    for gamma in (3, 1):
+        assert {k: recounted["by_gamma"][str(gamma)][k] for k in acceptance} == \
+            {k: summary["by_gamma"][str(gamma)][k] for k in acceptance}
     for key in acceptance:
         assert key in summary["overall"] and key in summary["prompts"][0]
     assert len(summary["overall"]["acceptance_length_histogram"]) == 4
@@ -112,8 +122,9 @@ def test_report_writes_summary_traces_and_a_self_contained_page(tmp_path):
         # line leaves this gamma out, but with two gammas one would be left: all of them then
         share = cost["one_pass_ms"] / cost["target_only_step_ms"]
         host = max(0.0, cost["host_ms_line"][0] + cost["host_ms_line"][1] * gamma) / cost["target_only_step_ms"]
+        runs = sorted({x["run_index"] for x in lines if x["gamma"] == gamma})                 # this gamma's two
         lengths = [sum(x["record"]["n_emitted"] for x in lines if x["gamma"] == gamma and x["prompt_index"] == i
-                       and x["run_index"] == r) for i in (0, 1) for r in (0, 1)]       # each request's own tokens
+                       and x["run_index"] == r) for i in (0, 1) for r in runs]         # each request's own tokens
         assert m["request_tokens"] == lengths
         tokens = sum(lengths) / sum(n / budget_tokens(m["per_position_acceptance"], n) for n in lengths)
         assert m["predicted_speedup"] == pytest.approx(tokens / (gamma * c + share * v + host))
