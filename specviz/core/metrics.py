@@ -8,7 +8,8 @@ Acceptance (no timing needed)
                            first rejection of its step is never tested, so it does not count.
   draft_acceptance_rate    vLLM's "draft acceptance rate": accepted / drafted (untested ones count).
   mean_acceptance_length   vLLM's: tokens per step, the resampled or bonus token included.
-  per_position_acceptance  vLLM's: for each drafted position i, the share of steps that accepted it.
+  per_position_acceptance  vLLM's: for each drafted position i, the share of the steps that drafted it that
+                           accepted it (every step under a fixed gamma).
   acceptance_length_histogram          steps by number of accepted drafts, 0..gamma.
   expected_acceptance_length_histogram the same under i.i.d. acceptances at the measured alpha:
                            a truncated geometric law, alpha^k (1 - alpha) for k < gamma, alpha^gamma at gamma.
@@ -16,7 +17,8 @@ Acceptance (no timing needed)
                            spread under gamma auto, which stops early: core.draft_length).
   system_efficiency        vLLM's: mean over steps of tokens emitted / (gamma + 1), the most a step can emit.
   tokens_per_target_call   tokens / target forwards (one per step, so equal to mean_acceptance_length);
-  expected_tokens_per_target_call      (1 - alpha^(gamma+1)) / (1 - alpha) (Leviathan Eq. 1).
+  expected_tokens_per_target_call      (1 - alpha^(gamma+1)) / (1 - alpha) (Leviathan Eq. 1), at each round's own
+                           gamma, averaged over the rounds (gamma auto drafts a mix of lengths).
 
 Several drafts (k chains per step; with k = 1 every level has one try and these restate the above)
   drafts                   the largest k among the records.
@@ -94,17 +96,33 @@ def metric_set(records: Sequence[StepRecord], baseline_call_s: Sequence[float] =
         "acceptance_rate": alpha,
         "draft_acceptance_rate": _ratio(accepted, drafted),
         "mean_acceptance_length": _ratio(tokens, steps),
-        "per_position_acceptance": [_ratio(sum(r.n_accepted > i for r in records), steps) for i in range(gamma)],
+        # of the rounds that drafted position i (all of them under a fixed gamma; fewer under gamma auto)
+        "per_position_acceptance": [_ratio(sum(r.n_accepted > i for r in records), sum(r.gamma > i for r in records))
+                                    for i in range(gamma)],
         "acceptance_length_histogram": histogram,
         "drafted_length_histogram": [sum(r.gamma == k for r in records) for k in range(gamma + 1)],
-        "expected_acceptance_length_histogram": [steps * p for p in truncated_geometric(alpha, gamma)] if steps else [],
+        "expected_acceptance_length_histogram": _expected_histogram(records, alpha, gamma),
         "system_efficiency": _ratio(sum(r.n_emitted / (r.gamma + 1) for r in records), steps),
         "tokens_per_target_call": _ratio(tokens, steps),
-        "expected_tokens_per_target_call": theory.expected_tokens_per_target_call(alpha, gamma) if steps else 0.0,
+        # Eq. 1 at each round's own length, averaged: one length under a fixed gamma, gamma auto's mix otherwise
+        "expected_tokens_per_target_call": _ratio(sum(theory.expected_tokens_per_target_call(alpha, r.gamma)
+                                                      for r in records), steps),
         "wall_s": sum(r.step_s for r in records),
     }
     out.update(_by_depth_and_rank(records, gamma))
     out.update(_timing(records, baseline_call_s, alpha, gamma))
+    return out
+
+
+def _expected_histogram(records: Sequence[StepRecord], alpha: float, gamma: int) -> list[float]:
+    """Steps by accepted drafts, 0..gamma, were each draft accepted independently with chance alpha: each round's
+    truncated geometric at the length it drafted, summed (steps x one law under a fixed gamma)."""
+    if not records:
+        return []
+    out = [0.0] * (gamma + 1)
+    for r in records:
+        for k, p in enumerate(truncated_geometric(alpha, r.gamma)):
+            out[k] += p
     return out
 
 

@@ -37,6 +37,18 @@ def test_per_position_acceptance_and_histogram():
     assert m["acceptance_length_histogram"] == [1, 0, 1, 0, 2]
 
 
+def test_under_gamma_auto_each_position_and_eq1_count_the_rounds_that_drafted_that_far():
+    """gamma auto drafts 1 in some rounds and 2 in others: position 2's acceptance is of the rounds that drafted it
+    (not of every round), and Eq. 1 and its histogram take each round at its own length."""
+    mixed = [rec(1, gamma=1), rec(0, gamma=1), rec(2, gamma=2), rec(1, gamma=2)]  # accepted 4 of tested 1+1+2+2
+    m = metric_set(mixed)
+    assert m["per_position_acceptance"] == pytest.approx([3 / 4, 1 / 2])
+    a = 4 / 6
+    assert m["expected_tokens_per_target_call"] == pytest.approx(((1 + a) * 2 + (1 + a + a * a) * 2) / 4)
+    assert m["expected_acceptance_length_histogram"] == pytest.approx(
+        [2 * (1 - a) + 2 * (1 - a), 2 * a + 2 * a * (1 - a), 2 * a * a])
+
+
 def test_system_efficiency_is_emitted_over_gamma_plus_one():
     assert metric_set(RUN)["system_efficiency"] == pytest.approx((5 + 1 + 3 + 5) / 5 / 4)
     cut = [rec(4, n_emitted=2)]  # the last step cut short by max_new_tokens
