@@ -33,9 +33,22 @@ def _speed(best: dict) -> str:
         gap = (" The measured speedup falls well short of the prediction: time outside the model forwards (sampling, "
                f"verification, bookkeeping{share}) weighs more than a cost model of forwards allows at this model size.")
     if s < 1:
-        return (f"Speculative decoding is slower than the target alone at every γ tried: the best is γ {g} at "
+        tried = "fixed γ" if best.get("with_auto") else "γ"
+        return (f"Speculative decoding is slower than the target alone at every {tried} tried: the best is γ {g} at "
                 f"×{s:.2f} ± {se:.2f}.{theory}{gap}")
     return f"Best γ {g}: ×{s:.2f} ± {se:.2f} over target-only.{theory}{gap}"
+
+
+def _auto(auto: dict | None) -> str:
+    """γ auto's measured speed-up beside the fixed γs' best (the report runs it as its own entry)."""
+    if not auto or auto.get("speedup") is None:
+        return ""
+    se = auto.get("speedup_stderr") or 0.0
+    drafted = auto.get("draft_calls", 0) / max(auto.get("steps", 0), 1)
+    over = auto.get("over_best_fixed")
+    beside = f", {over:.2f} of the best fixed γ's" if over is not None else ""
+    return (f"γ auto (a draft length that adapts; {drafted:.2f} drafted a round): ×{auto['speedup']:.2f} ± {se:.2f}"
+            f"{beside}.")
 
 
 def _misconfigurations(f: dict) -> list[str]:
@@ -116,11 +129,14 @@ def _temperature(sweep: dict | None, temperature: float) -> str:
             f"on this text from {rates[here]:.2f} to {rates[best]:.2f} (if the output may be that much cooler).")
 
 
-def diagnosis_text(analysis: dict, best: dict | None, sweep: dict | None, temperature: float) -> str:
-    """One paragraph: the speed answer, α, each defect found, where acceptance is lowest, a temperature hint."""
+def diagnosis_text(analysis: dict, best: dict | None, sweep: dict | None, temperature: float,
+                   auto: dict | None = None) -> str:
+    """One paragraph: the speed answer (the fixed γs', then γ auto's where it ran), α, each defect found, where
+    acceptance is lowest, a temperature hint."""
     f = analysis["findings"]
     if not f["tested"]:
         return "No draft was tested: nothing to diagnose."
-    parts = [_speed(best or {}), f"α = {f['acceptance_rate']:.2f} (accepted / tested drafts, n = {f['tested']}).",
+    speed = _speed({**(best or {}), "with_auto": bool(auto)} if best else {})
+    parts = [speed, _auto(auto), f"α = {f['acceptance_rate']:.2f} (accepted / tested drafts, n = {f['tested']}).",
              *_defects(f), _where(analysis), _temperature(sweep, temperature)]
     return " ".join(p for p in parts if p)

@@ -341,7 +341,8 @@ def report_summary(done: ReportRuns, pair, settings: dict) -> dict:
     best = best_gamma(by_gamma, pooled, curve, costs)
     sweep = _mean_sweep(done.sweeps)
     analysis = rejections.analyse(done.rows)
-    analysis["diagnosis"] = diagnosis.diagnosis_text(analysis, best, sweep, settings["temperature"])
+    auto = auto_summary(auto, best)
+    analysis["diagnosis"] = diagnosis.diagnosis_text(analysis, best, sweep, settings["temperature"], auto)
     forms = {f"γ {g}": m["per_request"] for g, m in by_gamma.items()}
     ranking = " ".join(x for x in (
         conventions.ranking_disagreement(forms, "alpha_pooled", "alpha_mean_over_requests", "α"),
@@ -359,6 +360,6 @@ def report_summary(done: ReportRuns, pair, settings: dict) -> dict:
                      "draft_dtype": str(pair.draft_dtype).removeprefix("torch."),
                      "target_weights": str(getattr(pair, "target_weights", None) or pair.dtype).removeprefix("torch.")},
             "overall": metric_set(done.primary["records"], done.primary["calls"]), "prompts": done.primary["prompts"],
-            "by_gamma": by_gamma, "best_gamma": best, "gamma_auto": auto_summary(auto, best),
+            "by_gamma": by_gamma, "best_gamma": best, "gamma_auto": auto,
             "rejection_analysis": analysis, "temperature_sweep": sweep,
             "definitions": DEFINITIONS, "conventions": list(conventions.CONVENTIONS), "ranking_note": ranking}

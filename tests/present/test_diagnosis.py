@@ -25,6 +25,14 @@ def test_slower_everywhere_is_said_with_the_theorem_beside_it():
     assert "best γ at 2 (×1.30)" in text and "α = 0.80" in text
 
 
+def test_gamma_auto_faster_than_every_fixed_gamma_is_said_beside_them():
+    """A report of γ 4 and γ auto where only auto pays: the fixed γs are said slower, not every γ tried."""
+    auto = {"speedup": 1.36, "speedup_stderr": 0.1, "draft_calls": 33, "steps": 22, "over_best_fixed": 1.59}
+    text = diagnosis_text(analysis(), BEST, None, 1.0, auto)
+    assert text.startswith("Speculative decoding is slower than the target alone at every fixed γ tried")
+    assert "γ auto (a draft length that adapts; 1.50 drafted a round): ×1.36 ± 0.10, 1.59 of the best fixed γ's." in text
+
+
 def test_a_cooler_temperature_that_helps_is_suggested():
     text = diagnosis_text(analysis(), None, sweep([0.9, 0.85, 0.8, 0.82, 0.95]), 1.0)
     assert "T = 0.5 instead of 1" in text and "from 0.80 to 0.90" in text
