@@ -394,7 +394,7 @@ def add_replay(sub) -> None:
     replay = sub.add_parser("replay", help="a trace file's rounds on the terminal (report's traces.jsonl, a lesson, "
                                            "a run exported from the page); no model is loaded")
     replay.add_argument("trace", metavar="TRACE", help="the trace file")
-    replay.add_argument("--run", type=int, default=1, help="which run of the file, 1.. (a report holds one a prompt "
-                                                           "and seed; default 1)")
+    replay.add_argument("--run", type=int, default=1, help="which run of the file, 1.. (a report holds one a γ, "
+                                                           "prompt and seed; default 1)")
     replay.add_argument("--json", action="store_true", help="the run's producer, settings, prompt and steps as JSON")
     replay.set_defaults(func=cmd_replay)

@@ -7,7 +7,9 @@ then the race recorded with the run, where there is one: each lane's tokens, tim
 """
 from __future__ import annotations
 
+import html
 import json
+import re
 from pathlib import Path
 
 from ..core.notation import num, show
@@ -33,10 +35,15 @@ def read_trace_file(path: str) -> Recording:
 
 def round_lines(trace: StepTrace) -> list[str]:
     """One round as the card tells it, in plain text."""
-    from ..present.render import decisive  # present loads torch and plotly: only once `replay` runs
+    from ..present.draft_sources import stop_note  # present loads torch and plotly: only once `replay` runs
+    from ..present.render import decisive
 
     drafted = " ".join(show(p.draft_text) for p in trace.positions) or "(nothing drafted)"
-    lines = [f"step {trace.step}  γ {trace.gamma}  T {trace.temperature:g}  drafted: {drafted}"]
+    auto = f" (auto, at most {trace.draft_stop.gamma_max})" if trace.draft_stop is not None else ""
+    lines = [f"step {trace.step}  γ {trace.gamma}{auto}  T {trace.temperature:g}  drafted: {drafted}"]
+    stop = stop_note(trace, "en")  # gamma auto: where and why drafting stopped, the card's sentence as plain text
+    if stop:
+        lines.append("  " + html.unescape(re.sub(r"<[^>]+>", "", stop)))
     for p in trace.positions:
         u, chance = decisive(p.uniform, p.accept_prob) if p.uniform is not None else ("", "")
         test = ("not tested" if p.uniform is None else
