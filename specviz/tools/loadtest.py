@@ -33,6 +33,7 @@ import urllib.request
 from pathlib import Path
 
 from ..engine.settings import current as current_deployment
+from .plain import plain_text
 
 SERVER_START_S = 300  # loading the pair and starting gradio: seconds before giving up
 
@@ -247,14 +248,11 @@ class Visitor:
         self.client, self.preset = Client(url, verbose=False), preset
 
     def step(self, prompt: str, **values) -> tuple[float, str]:
-        import html
-        import re
-
         t0 = time.perf_counter()
         try:
             values = {"max_new_tokens": 20, **values}
             out = self.client.predict(preset=self.preset, prompt=prompt, api_name="/step", **values)
-            text = html.unescape(re.sub(r"<[^>]+>", "", out[MESSAGE] or ""))
+            text = plain_text(out[MESSAGE])
         except Exception as err:  # an error is a result here: it is reported
             text = f"error: {str(err).splitlines()[0][:200]}"
         return round(time.perf_counter() - t0, 3), text.strip()

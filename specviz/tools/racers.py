@@ -8,14 +8,13 @@ the deadline, stopped by it, refused as busy) and the server's resident memory b
 """
 from __future__ import annotations
 
-import html
-import re
 import statistics
 import sys
 import threading
 import time
 
 from .loadtest import RssPeak, Server, Visitor, _check, _once, _token_limit
+from .plain import plain_text
 
 LIGHT_PROMPT = "KING.\nNow is the time"
 ENDINGS = ("completed", "capped", "stopped", "unstarted", "busy", "other")  # how a race ended (`_ending`)
@@ -52,7 +51,7 @@ class Racer:
         try:
             _, message = self.client.predict(preset=self.preset, prompt=self.prompt, seed=seed, api_name="/race",
                                              **self.race)
-            text = html.unescape(re.sub(r"<[^>]+>", "", message or "")).strip()
+            text = plain_text(message).strip()
         except Exception as err:
             text = f"error: {str(err).splitlines()[0][:200]}"
         ending = _ending(text)

@@ -7,15 +7,14 @@ then the race recorded with the run, where there is one: each lane's tokens, tim
 """
 from __future__ import annotations
 
-import html
 import json
-import re
 from pathlib import Path
 
 from ..core.notation import num, show
 from ..core.race_record import Race
 from ..core.trace import StepTrace
 from ..core.tracefile import MAX_FILE_BYTES, Recording, TraceFileError, read_recording
+from .plain import plain_text
 
 SYMBOL = {"accepted": "✓", "rejected": "✗", "unexamined": "·"}
 
@@ -43,7 +42,7 @@ def round_lines(trace: StepTrace) -> list[str]:
     lines = [f"step {trace.step}  γ {trace.gamma}{auto}  T {trace.temperature:g}  drafted: {drafted}"]
     stop = stop_note(trace, "en")  # gamma auto: where and why drafting stopped, the card's sentence as plain text
     if stop:
-        lines.append("  " + html.unescape(re.sub(r"<[^>]+>", "", stop)))
+        lines.append("  " + plain_text(stop))
     for p in trace.positions:
         u, chance = decisive(p.uniform, p.accept_prob) if p.uniform is not None else ("", "")
         test = ("not tested" if p.uniform is None else
