@@ -98,7 +98,8 @@ def test_report_runs_gamma_auto_beside_fixed_gammas_with_its_drafted_lengths(tmp
     # and replay tells each auto round where and why drafting stopped, as the card does
     told = run_cli("replay", str(tmp_path / "r" / "traces.jsonl"), "--run", "2")  # run 1: gamma 2's
     assert told.returncode == 0 and "(auto, at most 6)" in told.stdout and "γ auto" in told.stdout, told.stdout[-800:]
-    assert "<" not in "".join(line for line in told.stdout.splitlines() if "γ auto" in line)  # plain text, no tags
+    stops = "".join(line for line in told.stdout.splitlines() if "γ auto" in line)
+    assert "<code>" not in stops and "<div" not in stops and "&lt;" not in stops  # plain text: no tags, no entities
 
 
 # a verify curve planted as the pair's measured one: the line V(n) = 1 + 0.03 (n - 1) with timing noise of +-0.02
