@@ -64,7 +64,9 @@ def answer_handler(session, choice, at, notation, lang: str = "en"):
     if check_lang(lang).error:
         lang = "en"
     session.predict.act(choice, at)
-    return session, view_of(session, notation, status, lang), panel_html(session.predict, lang, notation)
+    view = view_of(session, notation, status, lang)  # drawing the card may open its round's questions
+    session.panel_sent = panel_html(session.predict, lang, notation)
+    return session, view, session.panel_sent
 
 
 @with_lock
@@ -72,13 +74,23 @@ def switch_handler(session, on, notation, lang: str = "en"):
     """#predict turned on or off: the round on the card is asked from its start, or shown whole."""
     notation, status = _notation(notation, lang)
     session.predict.switch(on is True)
-    return session, view_of(session, notation, status, lang), panel_html(session.predict, lang, notation)
+    view = view_of(session, notation, status, lang)  # drawing the card may open its round's questions
+    session.panel_sent = panel_html(session.predict, lang, notation)
+    return session, view, session.panel_sent
 
 
 @with_lock
-def panel_of(session, notation, lang: str = "en") -> str:
+def panel_if_changed(session, notation, lang: str = "en") -> str | None:
+    """The panel as it stands, or None when it is what the tab was last sent. A redraw that follows the card is
+    read before it is delivered; one read ahead of an answer can land after the answer's own panel, and so would
+    show the question again as it was (a full run lost a "1" pressed then). Only a panel no answer or switch drew
+    goes out."""
     notation, _ = _notation(notation, lang)
-    return panel_html(session.predict, lang if not check_lang(lang).error else "en", notation)
+    html = panel_html(session.predict, lang if not check_lang(lang).error else "en", notation)
+    if html == session.panel_sent:
+        return None
+    session.panel_sent = html
+    return html
 
 
 def wire_predict(page, views: list, updates) -> None:
@@ -101,7 +113,8 @@ def wire_predict(page, views: list, updates) -> None:
     def on_card(s, n, code):  # whatever redrew the card (Step, Reset, a lesson, #lang, ...): the panel follows
         if not isinstance(s, Session) or not s.predict.on:
             return gr.skip()  # hidden while predict mode is off; the switch draws it when turned on
-        return panel_of(s, n, lang=code)
+        html = panel_if_changed(s, n, lang=code)
+        return gr.skip() if html is None else html
 
     private = dict(api_visibility="private", concurrency_limit=None, show_progress="hidden")
     switch.change(on_switch, [session, switch, notation, lang], [session, *views, parts.panel], **private)

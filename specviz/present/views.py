@@ -56,6 +56,7 @@ class Session:
         self.race_lang = "en"               # the language it was drawn in (#lang may move while it runs)
         self.predict = Predict()             # predict mode: on or off, the score of this run, the round asked
         self.link_read = False               # an event read the link the page was opened with (opened or refused)
+        self.panel_sent = ""                 # the predict panel's HTML last sent to the tab (app/predict_ui.py)
 
     def __deepcopy__(self, memo):  # gr.State deep-copies its initial value for each tab: a fresh session
         return Session()

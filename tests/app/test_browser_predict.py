@@ -136,6 +136,48 @@ def test_the_opening_lesson_asks_before_it_shows_and_scores_each_answer(browser,
         ctx.close()
 
 
+# every (data-at, data-state) #question showed, in order (a MutationObserver set up before the first answer)
+WATCH_PANEL = """() => { window.svShown = []; const note = () => { const q = document.querySelector('#question');
+  const seen = q ? `${q.dataset.at}:${q.dataset.state}` : ''; if (seen !== window.svShown.at(-1)) window.svShown.push(seen); };
+  note(); new MutationObserver(note).observe(document.querySelector('#predict-panel'),
+  {subtree: true, childList: true, attributes: true}); }"""
+STATES = ["asking", "answered", "placed", "shown"]
+
+
+def test_a_panel_redraw_that_arrives_late_never_takes_the_panel_back_to_an_earlier_question(
+        browser, app_url, monkeypatch):
+    """The card's change redraws the panel (for a Step, a lesson, #lang); under load that redraw, read before an
+    answer, can arrive after the answer's own panel. Held back 1.5 s here, it must not show the question again as
+    it was (a "1" pressed meanwhile was lost so in a full run of 2026-11-28)."""
+    import time
+
+    from specviz.app import predict_ui
+
+    drawn = predict_ui.panel_if_changed
+
+    def drawn_late(*args, **kwargs):
+        out = drawn(*args, **kwargs)   # read under the tab's lock, like any redraw
+        time.sleep(1.5)                # then delivered after the answers sent meanwhile
+        return out
+
+    monkeypatch.setattr(predict_ui, "panel_if_changed", drawn_late)
+    key = opening_key()
+    ctx, page = open_page(browser, app_url)
+    try:
+        page.evaluate(WATCH_PANEL)
+        answer(page, key[0])                                       # the card changes: a redraw read now lands late
+        next_question(page, "yield")
+        page.keyboard.press("1")
+        expect(page.locator("#question[data-state=placed][data-kind=yield] .q-bet")).to_be_visible(timeout=TIMEOUT)
+        page.wait_for_timeout(3500)                                # every late redraw has landed
+        shown = [tuple(s.split(":")) for s in page.evaluate("window.svShown")]
+        order = [(int(at), STATES.index(state)) for at, state in shown]
+        assert order == sorted(order) and order[-1][0] == 1, shown
+        expect(page.locator("#question[data-state=placed][data-kind=yield]")).to_be_visible()
+    finally:
+        ctx.close()
+
+
 def test_a_key_past_the_questions_choices_shows_the_choices_it_has_and_answers_nothing(browser, app_url):
     ctx, page = open_page(browser, app_url)
     try:

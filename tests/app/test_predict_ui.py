@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from specviz.app.handlers import step_handler, tick_handler
-from specviz.app.predict_ui import answer_handler, switch_handler
+from specviz.app.predict_ui import answer_handler, panel_if_changed, switch_handler
 from specviz.app.share import link_url
 from specviz.present.page_settings import DEFAULT_SEED, PageSettings
 from specviz.present.recorded import Playback, first_lesson
@@ -35,6 +35,17 @@ def test_play_and_answers_move_through_the_opening_round_without_a_model(page_se
     assert forwards["n"] == 0
     session, view, panel = switch_handler(session, False, "leviathan", lang="en")
     assert "sv-hidden" not in view.step_card and 'data-state="idle"' in panel
+
+
+def test_the_cards_redraw_sends_the_panel_only_when_no_answer_or_switch_drew_it_already():
+    """A redraw read before an answer can be delivered after it: one that repeats what the tab was sent is not sent."""
+    session, _, panel = switch_handler(Session(), True, "leviathan", lang="en")
+    assert panel_if_changed(session, "leviathan", lang="en") is None
+    session, _, answered = answer_handler(session, str(session.predict.questions[0].right), "0", "leviathan", lang="en")
+    assert answered != panel and panel_if_changed(session, "leviathan", lang="en") is None
+    in_japanese = panel_if_changed(session, "leviathan", lang="ja")     # the language changed: the panel follows
+    assert in_japanese not in (None, answered) and 'data-state="answered"' in in_japanese
+    assert panel_if_changed(session, "leviathan", lang="ja") is None
 
 
 def test_every_press_of_a_choice_step_or_play_is_sent_and_the_last_follow_up_runs(built_app):
