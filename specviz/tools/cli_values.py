@@ -6,6 +6,7 @@ imports none of them, directly or through the engine's registries: it reads thei
 from __future__ import annotations
 
 import argparse
+import re
 
 from ..core.config import GAMMA_AUTO, GAMMA_MAX, GAMMA_MIN
 from ..engine.decoding.drafter_names import HYBRID_DRAFTER
@@ -36,13 +37,17 @@ def gamma_values(text: str) -> list[int]:
 
 
 def gamma_value(text: str) -> int | str:
-    """--gamma: a whole number in 1..16 (checked with the other settings), or auto."""
-    if text.strip().lower() == "auto":
-        return "auto"
+    """--gamma: a whole number in 1..GAMMA_MAX, or auto."""
+    if text.strip().lower() == GAMMA_AUTO:
+        return GAMMA_AUTO
     try:
-        return int(text)
+        value = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"--gamma takes a whole number in 1..16 or auto, not {text!r}") from None
+        value = 0
+    if not GAMMA_MIN <= value <= GAMMA_MAX:
+        raise argparse.ArgumentTypeError(f"--gamma takes a whole number in {GAMMA_MIN}..{GAMMA_MAX} or auto, "
+                                         f"not {text!r}")
+    return value
 
 
 def whole_number(flag: str, least: int, most: int):
@@ -104,7 +109,9 @@ class OneLineParser(argparse.ArgumentParser):
     """argparse with one-line errors: 'error: ...' and exit status 2, no usage block."""
 
     def error(self, message):
-        self.exit(2, f"error: {message} (see {self.prog} --help)\n")
+        # argparse says "argument --gamma-max: " before a type's own message, which names its flag already
+        flag = re.match(r"argument (\S+): (?=\1 )", message)
+        self.exit(2, f"error: {message[flag.end():] if flag else message} (see {self.prog} --help)\n")
 
 
 def refusal(err: ValueError | RuntimeError | OSError) -> str:

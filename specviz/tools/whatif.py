@@ -16,7 +16,7 @@ from pathlib import Path
 
 from ..core import round_host, whatif
 from ..core.config import DRAFTS_MAX, DRAFTS_MIN, GAMMA_MAX, GAMMA_MIN, MAX_NEW_TOKENS
-from ..core.verify_cost import check_verify_costs
+from ..core.verify_cost import VERIFY_COST_MAX, check_verify_costs
 
 
 def parse_rates(flag: str, text: str) -> list[float]:
@@ -107,12 +107,12 @@ def verify_costs_from(verify_cost: str | None, pair: dict | None, fallback: list
     if verify_cost is not None and pair:
         raise ValueError("--verify-cost and --preset/--draft/--target each give the verify's cost: give one")
     if verify_cost is not None:
-        curve = check_verify_costs(parse_numbers("--verify-cost", verify_cost), "--verify-cost")
-        if fewer := next((n for n, v in enumerate(curve, 1) if v < 1), None):
-            # a pass over more positions than one costs no less than one over one (a timed curve is clamped so too)
-            raise ValueError(f"--verify-cost: V({fewer}) must be >= 1 (a target pass over {fewer} positions costs at "
-                             f"least one over one), not {curve[fewer - 1]:g}")
-        return curve, "--verify-cost"
+        values = parse_numbers("--verify-cost", verify_cost)
+        # a pass over more positions than one costs no less than one over one (a timed curve is clamped so too)
+        if out := next(((n, v) for n, v in enumerate(values, 1) if n > 1 and not 1 <= v <= VERIFY_COST_MAX), None):
+            raise ValueError(f"--verify-cost: V({out[0]}) must be a number in [1, {VERIFY_COST_MAX:g}] (a target pass "
+                             f"over {out[0]} positions costs at least one over one), not {out[1]:g}")
+        return check_verify_costs(values, "--verify-cost"), "--verify-cost"
     if pair:
         from ..engine.models.loading import load_pair
         from ..engine.serving.costs import measure_verify_costs

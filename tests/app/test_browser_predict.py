@@ -257,7 +257,6 @@ def test_a_misconception_answered_wrong_is_explained_and_shows_its_evidence(brow
         ctx.close()
 
 
-@pytest.mark.alone  # failed under load in one full run of 2026-11-28 (contributing.md), never alone
 @pytest.mark.parametrize("width, height", [(1920, 1080), (1280, 720)])
 def test_classroom_question_is_large_and_the_card_stays_put(browser, app_url, width, height):
     ctx, page = open_page(browser, app_url, width, height, query="?classroom=1&predict=1")
@@ -380,7 +379,6 @@ def test_at_1280_the_algorithm_sits_beside_the_card_its_lit_line_in_sight(browse
         ctx.close()
 
 
-@pytest.mark.alone  # failed under load in one full run of 2026-11-28 (contributing.md), never alone
 @pytest.mark.parametrize("width, height, query, phone", [(1280, 720, "?classroom=1&predict=1", {}),
                                                          (853, 480, "?classroom=1&predict=1", {}),
                                                          (390, 844, "?predict=1", PHONE)],
@@ -411,7 +409,6 @@ def test_an_answer_never_covers_what_it_reveals(browser, app_url, width, height,
         ctx.close()
 
 
-@pytest.mark.alone  # timed out at its first s press in a full run of 2026-11-28 (contributing.md), never alone
 def test_on_a_phone_nothing_hidden_leaves_a_gap_and_the_summary_comes_under_the_card(browser, app_url):
     """While the round is asked its summary and lesson note are hidden: they take no room above the card (a gap of
     about 200 px on a phone), and once the round is answered they show under it, the card where it was."""
@@ -458,7 +455,6 @@ CONTRAST = """(selector) => {
   return low; }"""
 
 
-@pytest.mark.alone  # failed under load in one full run of 2026-11-28 (contributing.md), never alone
 def test_in_dark_mode_the_panel_and_the_algorithm_read_at_4_5_to_1(browser, app_url):
     """WCAG AA (4.5:1) for every text of the question, its answered choices and the algorithm, on a dark page (the
     formula under a chance, muted grey on a dark button, was 4.3:1)."""
@@ -472,7 +468,6 @@ def test_in_dark_mode_the_panel_and_the_algorithm_read_at_4_5_to_1(browser, app_
         ctx.close()
 
 
-@pytest.mark.alone  # failed under load in one full run of 2026-11-28 (contributing.md), never alone
 def test_in_classroom_mode_show_me_brings_out_the_hidden_drafter_switch(browser, app_url):
     """Classroom mode hides the settings; the misconception about the draft's family points at the drafter switch
     there: it shows the settings (until the next Step) with the switch under the controls."""

@@ -25,6 +25,7 @@ def test_generate_gamma_auto_drafts_at_most_the_cap_and_says_why_each_round_stop
 
 @pytest.mark.parametrize("args, message", [
     (("--gamma", "often"), "--gamma takes a whole number in 1..16 or auto, not 'often'"),
+    (("--gamma", "0"), "--gamma takes a whole number in 1..16 or auto, not '0'"),   # it left out "or auto"
     (("--gamma", "auto", "--gamma-max", "40"), "--gamma-max must be a whole number in 1..16, not '40'"),
     (("--gamma", "auto", "--gamma-max", "2.5"), "--gamma-max must be a whole number in 1..16, not '2.5'"),
     # a cap on gamma auto beside a fixed gamma did nothing, without a word
@@ -35,6 +36,7 @@ def test_a_bad_gamma_is_one_error_line(args, message):
     out = run_cli("generate", "--prompt", "KING", *args)
     assert out.returncode == 2 and out.stdout == ""
     assert out.stderr.startswith("error: ") and message in out.stderr and out.stderr.count("\n") == 1
+    assert "argument --" not in out.stderr   # argparse's "argument --gamma-max: " before a message naming it again
 
 
 @pytest.mark.parametrize("args", [("--gamma", "auto", "--gammas", ","), ("--drafts", "1,2", "--gammas", " , "),

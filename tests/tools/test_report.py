@@ -147,6 +147,9 @@ def test_report_writes_summary_traces_and_a_self_contained_page(tmp_path):
     page = (tmp_path / "r" / "report.html").read_text()
     for div in ("per-request-histogram", "pooled-per-request", "conventions", "whatif"):
         assert f"id='{div}'" in page or f'id="{div}"' in page
+    wi, said = summary["whatif"], page[page.index("What if: other γ"):]
+    assert "γc + 1" not in said      # it priced V, f and h while it said "γc + 1"
+    assert f"f {wi['forward_share']:.3f} and h(γ) = {wi['host_cost'][0]:.3f} + {wi['host_cost'][1]:.4f}·γ" in said
     assert "<script src" not in page and page.count("* plotly.js v") == 1  # one inlined bundle, offline
     assert len(page.encode()) < 5_000_000
     assert page.index("id='diagnosis'") < page.index("speedup-by-gamma") < page.index("prompt-panels")

@@ -135,9 +135,10 @@ def test_from_metrics_reads_vllm_per_position_counters(capsys, tmp_path):
     (["--per-position", "0.9", "--cost-ratio", "0.1", "--verify-cost", "1,1.2", "--preset", "shakespeare"],
      "--verify-cost"),
     # a pass over two positions at half of one made gamma 5 beat Thm 3.8's own limit (x4.23 beside x2.82)
-    (["--per-position", "0.9,0.75", "--cost-ratio", "0.1", "--verify-cost", "1,0.5"], "--verify-cost: V(2) must be >= 1"),
+    (["--per-position", "0.9,0.75", "--cost-ratio", "0.1", "--verify-cost", "1,0.5"],
+     "--verify-cost: V(2) must be a number in [1, 100]"),   # the range said is the range kept (it said (0, 100])
     # 1e308 overflowed to inf: speedup 0.0 and "Infinity" in the JSON
-    (["--per-position", "0.9,0.75", "--cost-ratio", "0.1", "--verify-cost", "1,1e308,1e308"], "(0, 100]"),
+    (["--per-position", "0.9,0.75", "--cost-ratio", "0.1", "--verify-cost", "1,1e308,1e308"], "[1, 100]"),
     (["--per-position", "0.9,0.75", "--cost-ratio", "0.1", "--host-cost", "1e308,1e308"], "[0, 100]"),
 ])
 def test_bad_input_is_one_error_line_naming_the_setting(capsys, args, flag):
