@@ -37,11 +37,16 @@ def speed_reason(m: dict, lang: str = "en", verify_costs: list[float] | None = N
     best = _best_with_costs(m, verify_costs)
     if m["speedup"] >= 1 and (best is None or best[1] >= 1):
         return ""
-    cost, tokens = g * c + v, m["tokens_per_target_call"]
+    tokens = m["tokens_per_target_call"]
+    # the round's time outside its forwards (sampling, checking, the trace), in target-only steps as c and V are:
+    # with it the round costs tokens / speed-up, so the verdict is the measured one
+    host = (m.get("round_host_share") or 0.0) * tokens / m["speedup"] if m["speedup"] > 0 else 0.0
+    cost = g * c + v + host
     verdict = tr(lang, "cnt.why_slower" if tokens < cost else "cnt.why_faster")
     lines = [tr(lang, "cnt.why", n=g + 1, v=f"{v:.2f}", c=f"{c:.2f}", a=f"{a:.2f}", L=f"{tokens:.2f}",
-                cost=f"{cost:.2f}", verdict=verdict)]
-    edge = theory.breakeven_alpha(g, c, v)
+                cost=f"{cost:.2f}", verdict=verdict,
+                host=tr(lang, "cnt.why_host", h=f"{host:.2f}") if host >= 0.005 else "")]
+    edge = theory.breakeven_alpha(g, c, v + host)
     lines.append(tr(lang, "cnt.why_pays", a=f"{edge:.2f}") if edge is not None else tr(lang, "cnt.why_never", g=g))
     if not lookup:
         lines.append(tr(lang, "cnt.why_lookup"))

@@ -251,14 +251,15 @@ def whatif_section(result: dict | None) -> str:
         return ""
     from .whatif_figures import whatif_figure
 
-    best, (h0, h1) = result["best"], result["host_cost"]
+    best, (h0, h1), drafting = result["best"], result["host_cost"], result.get("drafting")
+    drafts = f"d(γ) = {drafting[0]:.3f} + {drafting[1]:.4f}·γ" if drafting else "γc"
     return ("<h2>What if: other γ from this run's per-position curve</h2>"
             f"<p>From {html.escape(result['curve_source'])} at c {result['cost_ratio_c']:.3f}: expected acceptance "
             "length 1 + a₁ + … + a_γ (a_i: rounds accepting position i / rounds; beyond the measured positions the "
-            "last conditional rate continues) over a round's cost in target-only steps, γc + f·V(γ + 1) + h(γ) "
+            f"last conditional rate continues) over a round's cost in target-only steps, {drafts} + f·V(γ + 1) + h(γ) "
             f"(Leviathan et al. 2023, Eq. 1, with a per-position curve in place of one α): V(n) "
-            f"{html.escape(result['verify_cost_source'])}; f {result['forward_share']:.3f} and h(γ) = {h0:.3f} + "
-            f"{h1:.4f}·γ ({html.escape(result['round_cost_source'])}). Best: γ {best['gamma']} at "
+            f"{html.escape(result.get('verify_cost_source', ''))}; f {result['forward_share']:.3f} and h(γ) = "
+            f"{h0:.3f} + {h1:.4f}·γ ({html.escape(result.get('round_cost_source', ''))}). Best: γ {best['gamma']} at "
             f"×{best['speedup']:.2f} (acceptance length {best['acceptance_length']:.2f}); Thm 3.8's limit, where a "
             f"verify costs one forward (V = 1, f = 1, h = 0), ×{best['speedup_thm38']:.2f}.</p>"
             + figure_div(whatif_figure(result), "whatif"))

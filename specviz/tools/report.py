@@ -38,6 +38,7 @@ from ..engine.serving.run import ComparedRun, RunSettings, WarmRuns
 from ..present import diagnosis, report_page
 from ..present.share import dtype_text
 from .cli_values import parse_gammas  # the command line's parser: report's `gamma` reads the same
+from .whatif import THM38_LIMIT
 
 
 def read_prompts(path: str | Path) -> list[str]:
@@ -217,7 +218,9 @@ def report_whatif(by_gamma: dict, sibling_rates: list[float], verify_costs: list
     drafts = list(range(1, len(sibling_rates) + 2))
     result = whatif.whatif_table(largest["per_position_acceptance"], largest["cost_ratio_c"], list(range(1, 9)),
                                  drafts, sibling_rates, verify_costs=verify_costs, **round_host.as_whatif(costs))
-    return {**result, "curve_source": f"this report, γ {largest['gamma']} ({largest['steps']} rounds)"}
+    return {**result, "curve_source": f"this report, γ {largest['gamma']} ({largest['steps']} rounds)",
+            "verify_cost_source": "measured in this report" if verify_costs else THM38_LIMIT,
+            "round_cost_source": "the lines through this report's rounds" if costs else "none measured"}
 
 
 def _mean_sweep(sweeps: list[dict]) -> dict | None:

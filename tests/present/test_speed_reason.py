@@ -51,6 +51,22 @@ def test_the_line_speaks_chinese_and_japanese_with_the_same_numbers(lang, words)
     assert not re.search(r"\b(the|costs|slower|pays|passes|round)\b", line), line  # no English left
 
 
+def test_a_run_slowed_by_its_host_work_prices_it_and_its_verdict_is_the_measured_one():
+    """γ 4, c 0.09, a pass over 5 positions 1.6: the forwards cost 1.96 passes, for which 2.10 tokens a round would
+    be faster; measured ×0.90, the round took 2.10 / 0.90 = 2.33 passes, 16% of it outside the forwards (sampling,
+    checking, the trace). The line said "faster" beside a measured ×0.90 when it priced the forwards alone."""
+    run = {**SLOW, "tokens_per_target_call": 2.1, "speedup": 0.9, "round_host_share": 0.16}
+    host = 0.16 * 2.1 / 0.9
+    line = plain(speed_reason(run, "en"))
+    assert (f"the draft costs 0.09 of one; the rest of the round (sampling, checking, the trace) costs {host:.2f} of "
+            f"one; at α 0.33 a round yields 2.10 tokens for {1.96 + host:.2f} passes' worth of time: slower.") in line
+    assert f"{1.96 + host:.2f}" == f"{2.1 / 0.9:.2f}"
+    assert f"pays here above α ≈ {breakeven(4, 1.96 + host):.2f}." in line
+    for lang, words in (("zh", ("其余工作", "更慢")), ("ja", ("その他の処理", "遅くなる"))):
+        said = plain(speed_reason(run, lang))
+        assert f"{host:.2f}" in said and f"{1.96 + host:.2f}" in said and all(w in said for w in words), said
+
+
 def test_where_a_smaller_gamma_pays_the_line_names_it_and_where_none_does_it_says_so():
     """With the measured curve, γ 1 at α 0.33, c 0.09 yields 1.33 tokens for 0.09 + 1.2 = 1.29 passes: ×1.03."""
     line = plain(speed_reason(SLOW, "en", SLOW_CURVE))
