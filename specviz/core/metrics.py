@@ -19,6 +19,8 @@ Acceptance (no timing needed)
   tokens_per_target_call   tokens / target forwards (one per step, so equal to mean_acceptance_length);
   expected_tokens_per_target_call      (1 - alpha^(gamma+1)) / (1 - alpha) (Leviathan Eq. 1), at each round's own
                            gamma, averaged over the rounds (gamma auto drafts a mix of lengths).
+  gamma_auto               whether the rounds drafted under gamma auto (their records say why each stopped);
+  mean_gamma               drafted tokens a round, the mean (gamma itself is the longest round's).
 
 Several drafts (k chains per step; with k = 1 every level has one try and these restate the above)
   drafts                   the largest k among the records.
@@ -35,7 +37,8 @@ Timing (needs the baseline; `None` until both sides ran)
                            (draft phase time / draft forwards; baseline time / baseline forwards);
   target_verify_ms         the round's target pass over gamma + 1 positions, mean over the rounds;
   verify_cost_in_run       V(gamma + 1) as this run measured it: target_verify_ms / target_ms (Thm 3.8 takes 1);
-  predicted_speedup_in_run (1 - alpha^(gamma+1)) / ((1 - alpha)(gamma c + V)) with this run's alpha, c and V;
+  predicted_speedup_in_run (1 - alpha^(gamma+1)) / ((1 - alpha)(gamma c + V)) with this run's alpha, c and V
+                           (gamma auto: that Eq. 1 at each round's own length, averaged, over mean gamma c + V);
   round_host_share         the share of a round's time outside its draft and target forwards (verification,
                            sampling, the trace): what no forward-cost model prices;
   predicted_speedup_thm38  Leviathan Thm 3.8: (1 - alpha^(gamma+1)) / ((1 - alpha)(gamma c + 1)), the limit
@@ -104,6 +107,8 @@ def metric_set(records: Sequence[StepRecord], baseline_call_s: Sequence[float] =
         "expected_acceptance_length_histogram": _expected_histogram(records, alpha, gamma),
         "system_efficiency": _ratio(sum(r.n_emitted / (r.gamma + 1) for r in records), steps),
         "tokens_per_target_call": _ratio(tokens, steps),
+        "gamma_auto": any(r.auto for r in records),
+        "mean_gamma": _ratio(sum(r.gamma for r in records), steps),
         # Eq. 1 at each round's own length, averaged: one length under a fixed gamma, gamma auto's mix otherwise
         "expected_tokens_per_target_call": _ratio(sum(theory.expected_tokens_per_target_call(alpha, r.gamma)
                                                       for r in records), steps),
@@ -158,12 +163,16 @@ def _timing(records: Sequence[StepRecord], calls: Sequence[float], alpha: float,
     c = _ratio(draft_ms, target_ms)
     verify_ms = 1e3 * sum(r.target_s for r in records) / len(records)
     verify_cost = _ratio(verify_ms, target_ms)
-    in_run = theory.speedup_with_verify_cost(alpha, gamma, c, verify_cost) if verify_cost > 0 else None
+    # gamma auto: Eq. 1 at each round's own length over the mean drafting (a fixed gamma: the one formula)
+    lengths = [r.gamma for r in records] if any(r.auto for r in records) else None
+    in_run = None if verify_cost <= 0 else (theory.mixed_speedup(alpha, lengths, c, verify_cost) if lengths
+                                            else theory.speedup_with_verify_cost(alpha, gamma, c, verify_cost))
     return {"tokens_per_s_speculative": spec_rate, "tokens_per_s_target_only": base_rate, "speedup": speedup,
             "speedup_stderr": _speedup_stderr(records, calls, speedup), "draft_ms": draft_ms, "target_ms": target_ms,
             "cost_ratio_c": c, "target_verify_ms": verify_ms, "verify_cost_in_run": verify_cost,
             "predicted_speedup_in_run": in_run,
             "round_host_share": _ratio(sum(r.step_s - r.draft_s - r.target_s for r in records), sum(r.step_s for r in records)),
-            "predicted_speedup_thm38": theory.expected_speedup(alpha, gamma, c),
+            "predicted_speedup_thm38": (theory.mixed_speedup(alpha, lengths, c) if lengths
+                                        else theory.expected_speedup(alpha, gamma, c)),
             "best_gamma": theory.optimal_gamma(alpha, c, GAMMA_MAX),
             "warming_up": len(records) < MIN_TIMED or len(calls) < MIN_TIMED}

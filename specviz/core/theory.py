@@ -47,6 +47,18 @@ def _check_verify_cost(verify_cost: float) -> None:
                          f"over one), got {verify_cost!r}")
 
 
+def mixed_speedup(alpha: float, lengths: Sequence[int], c: float, verify_cost: float = 1.0) -> float:
+    """Rounds of several lengths (gamma auto's): Eq. 1 at each round's own length, averaged, over the mean
+    drafting and the verify's mean cost `verify_cost` (one length gives `speedup_with_verify_cost`)."""
+    if not lengths:
+        raise ValueError("mixed_speedup needs at least one round")
+    for g in lengths:
+        _check(alpha, g, c)
+    _check_verify_cost(verify_cost)
+    tokens = sum(expected_tokens_per_target_call(alpha, g) for g in lengths) / len(lengths)
+    return tokens / (c * sum(lengths) / len(lengths) + verify_cost)
+
+
 def speedup_with_verify_cost(alpha: float, gamma: int, c: float, verify_cost: float) -> float:
     """Expected wall-time improvement when the round's target pass costs `verify_cost` = V(gamma + 1) one-token
     passes: E[tokens per round] / (gamma c + V(gamma + 1)), Thm 3.8's cost model with its one verify forward

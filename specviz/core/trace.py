@@ -85,6 +85,7 @@ class StepRecord:
                             # except at the depth of the correction); () for the single chain (one each)
     after_eos: int = 0      # drafts after an EOS the step accepted: never output, so not counted as drafted,
                             # tested or accepted (n_accepted and n_examined stop at the EOS)
+    auto: bool = False      # gamma auto chose this round's length (core.draft_length): gamma is what it drafted
 
 
 @dataclass
@@ -201,6 +202,8 @@ class StepTrace:
         data = asdict(self)
         if self.draft_stop is None:
             data.pop("draft_stop")
+        if data["record"] and not data["record"]["auto"]:
+            data["record"].pop("auto")
         if self.drafts == 1:
             for key in ("drafts", "tree"):
                 data.pop(key)
@@ -226,8 +229,9 @@ class StepTrace:
         data["emitted"] = [EmittedToken(**e) for e in data["emitted"]]
         data["rejected"] = [EmittedToken(**e) for e in data.get("rejected", [])]
         data["counters"] = Counters(**data["counters"])
-        data["record"] = (StepRecord(**{**data["record"], "level_tries": tuple(data["record"].get("level_tries", ()))})
-                          if data.get("record") else None)
+        data["record"] = (StepRecord(**{**data["record"], "level_tries": tuple(data["record"].get("level_tries", ())),
+                                        "auto": data["record"].get("auto", bool(data.get("draft_stop")))})
+                          if data.get("record") else None)   # a trace before records said "auto": its draft stop
         data["tree"] = TreeTrace.from_dict(data["tree"]) if data.get("tree") else None
         data["draft_stop"] = DraftStop(**data["draft_stop"]) if data.get("draft_stop") else None
         return cls(**data)

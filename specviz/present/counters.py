@@ -27,13 +27,20 @@ def _best_with_costs(m: dict, verify_costs: list[float] | None) -> tuple[int, fl
     return g, theory.speedup_with_verify_cost(a, g, c, verify_costs[g])
 
 
+def _drafted(m: dict) -> tuple[float, str]:
+    """(drafts a round, positions its target pass covered as shown): γ and γ + 1; under γ auto the means (≈)."""
+    if m.get("gamma_auto") and m.get("mean_gamma"):
+        return m["mean_gamma"], f"≈{m['mean_gamma'] + 1:.1f}"
+    return m["gamma"], str(m["gamma"] + 1)
+
+
 def speed_reason(m: dict, lang: str = "en", verify_costs: list[float] | None = None, lookup: bool = False) -> str:
     """Why the run is slower than the target alone, or why no γ pays, in the run's own measured numbers: what a
     target pass over γ + 1 positions and a draft forward cost, what a round yields for it, the α above which it
     pays ("" when the run is faster and some γ pays, or while the timings warm up)."""
     if m.get("speedup") is None or m.get("warming_up") or not m.get("verify_cost_in_run"):
         return ""
-    g, a, c, v = m["gamma"], m["acceptance_rate"], m["cost_ratio_c"], m["verify_cost_in_run"]
+    a, c, v = m["acceptance_rate"], m["cost_ratio_c"], m["verify_cost_in_run"]
     best = _best_with_costs(m, verify_costs)
     if m["speedup"] >= 1 and (best is None or best[1] >= 1):
         return ""
@@ -41,9 +48,11 @@ def speed_reason(m: dict, lang: str = "en", verify_costs: list[float] | None = N
     # the round's time outside its forwards (sampling, checking, the trace), in target-only steps as c and V are:
     # with it the round costs tokens / speed-up, so the verdict is the measured one
     host = (m.get("round_host_share") or 0.0) * tokens / m["speedup"] if m["speedup"] > 0 else 0.0
-    cost = g * c + v + host
+    drafted, positions = _drafted(m)
+    g = max(1, round(drafted))  # the break-even of a round of about that many drafts (γ auto's mean)
+    cost = drafted * c + v + host
     verdict = tr(lang, "cnt.why_slower" if tokens < cost else "cnt.why_faster")
-    lines = [tr(lang, "cnt.why", n=g + 1, v=f"{v:.2f}", c=f"{c:.2f}", a=f"{a:.2f}", L=f"{tokens:.2f}",
+    lines = [tr(lang, "cnt.why", n=positions, v=f"{v:.2f}", c=f"{c:.2f}", a=f"{a:.2f}", L=f"{tokens:.2f}",
                 cost=f"{cost:.2f}", verdict=verdict,
                 host=tr(lang, "cnt.why_host", h=f"{host:.2f}") if host >= 0.005 else "")]
     edge = theory.breakeven_alpha(g, c, v + host)
@@ -63,7 +72,7 @@ def _measured(m: dict, device: str, lang: str, verify_costs: list[float] | None)
     best = _best_with_costs(m, verify_costs)
     return tr(lang, "cnt.measured", s=f'{m["speedup"]:.2f}', se=f'{m["speedup_stderr"]:.2f}', device=device,
               pred=f'{m["predicted_speedup_in_run"]:.2f}' if v else "—", a=f'{m["acceptance_rate"]:.2f}',
-              c=f'{m["cost_ratio_c"]:.2f}', n=m["gamma"] + 1, v=f"{v:.2f}" if v else "—",
+              c=f'{m["cost_ratio_c"]:.2f}', n=_drafted(m)[1], v=f"{v:.2f}" if v else "—",
               thm=f'{m["predicted_speedup_thm38"]:.2f}', best=m["best_gamma"],
               best_measured=tr(lang, "cnt.best_measured", g=best[0]) if best else "")
 

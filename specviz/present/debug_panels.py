@@ -110,7 +110,7 @@ def whatif_inputs(metrics: dict | None, traces: list, curve_text, cost_text, gam
         curve, source = parse_curve(curve_text, lang), tr(lang, "wi.src_typed")
     elif steps:
         curve = list(metrics["per_position_acceptance"])
-        source = tr(lang, "wi.src_run", g=metrics["gamma"], n=steps)
+        source = tr(lang, "wi.src_run_auto" if metrics.get("gamma_auto") else "wi.src_run", g=metrics["gamma"], n=steps)
     else:
         raise NoCurve(tr(lang, "wi.err_no_curve"))
     cost = parse_cost(cost_text, lang)

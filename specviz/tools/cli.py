@@ -16,6 +16,7 @@ from ..core.draft_length import GAMMA_MAX_DEFAULT
 from ..core.metrics import metric_set
 from ..engine.decoding.drafter_names import DEFAULT_DRAFTER, DRAFTER_NAMES, HYBRID_DRAFTER, LOOKUP_DRAFTER
 from ..engine.models.preset_names import PRESET_NAMES
+from .busy import metered
 from .cli_values import (
     BENCH_RUNS_MAX,
     OneLineParser,
@@ -33,8 +34,7 @@ from .cli_values import (
 )
 from .replay import cmd_replay
 
-COLOURS = {"accepted": "\033[32m", "resampled": "\033[33m", "bonus": "\033[36m", "target": ""}
-RESET = "\033[0m"
+COLOURS, RESET = {"accepted": "\033[32m", "resampled": "\033[33m", "bonus": "\033[36m", "target": ""}, "\033[0m"
 
 
 def _add_decoding_args(ap: argparse.ArgumentParser, gamma_list: bool = False) -> None:
@@ -253,7 +253,7 @@ def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     try:
         settle_gamma_max(args, GAMMA_MAX_DEFAULT)
-        return args.func(args)
+        return metered(args.func, args) if args.command in ("bench", "report") else args.func(args)
     except (ValueError, RuntimeError, OSError) as err:
         print(f"error: {refusal(err)}", file=sys.stderr)
         return 2

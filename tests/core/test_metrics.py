@@ -49,6 +49,25 @@ def test_under_gamma_auto_each_position_and_eq1_count_the_rounds_that_drafted_th
         [2 * (1 - a) + 2 * (1 - a), 2 * a + 2 * a * (1 - a), 2 * a * a])
 
 
+def test_under_gamma_auto_the_predictions_price_each_round_at_its_own_length_and_the_mean_drafting():
+    """Rounds of 1 and 3 drafts under gamma auto, draft forwards 1 ms and target-only steps 10 ms (c 0.1), verifies
+    of 15 ms (V 1.5): the prediction takes Eq. 1 at 1 and at 3 drafts over 2 drafts a round, not Eq. 1 at the
+    longest round's 3 over 3 (which put a pass over 4 positions on the page for rounds of 2 and 4)."""
+    import dataclasses
+
+    rounds = [rec(1, gamma=1, draft_s=0.001, target_s=0.015), rec(2, gamma=3, draft_s=0.003, target_s=0.015)]
+    mixed = [dataclasses.replace(r, auto=True) for r in rounds] * MIN_TIMED
+    m = metric_set(mixed, [0.010] * MIN_TIMED)
+    a = 3 / 4                                                       # accepted 1 + 2 of tested 1 + 3
+    assert m["gamma_auto"] and m["mean_gamma"] == pytest.approx(2) and m["gamma"] == 3
+    tokens = ((1 + a) + (1 + a + a ** 2 + a ** 3)) / 2
+    assert m["predicted_speedup_in_run"] == pytest.approx(tokens / (2 * 0.1 + 1.5))
+    assert m["predicted_speedup_thm38"] == pytest.approx(tokens / (2 * 0.1 + 1))
+    fixed = metric_set(rounds * MIN_TIMED, [0.010] * MIN_TIMED)    # the same rounds with no stop: a fixed gamma's
+    assert not fixed["gamma_auto"]
+    assert fixed["predicted_speedup_in_run"] == pytest.approx((1 + a + a ** 2 + a ** 3) / (3 * 0.1 + 1.5))
+
+
 def test_system_efficiency_is_emitted_over_gamma_plus_one():
     assert metric_set(RUN)["system_efficiency"] == pytest.approx((5 + 1 + 3 + 5) / 5 / 4)
     cut = [rec(4, n_emitted=2)]  # the last step cut short by max_new_tokens

@@ -16,6 +16,7 @@ import torch
 
 from specviz.core.config import DecodeConfig
 from specviz.core.draft_length import DraftLengthRule, KeepTable
+from specviz.core.metrics import metric_set
 from specviz.core.trace import StepTrace
 from specviz.engine.decoding.decoders import SpeculativeDecoder
 from specviz.engine.decoding.factory import make_decoder
@@ -147,12 +148,18 @@ def test_each_round_says_how_many_it_drafted_and_why_and_old_traces_still_load(p
         # the confidence is q of the drawn token (T = 1)
         assert stop.confidences == pytest.approx([p.draft_prob for p in trace.positions], abs=1e-5)
         again = StepTrace.from_dict(json.loads(trace.to_json()))
-        assert again.draft_stop == stop
+        assert again.draft_stop == stop and trace.record.auto and again.record == trace.record
+    assert dec.records == [t.record for t in traces] and metric_set(dec.records)["gamma_auto"]
+    before_auto = traces[0].to_dict()                     # a trace written before records said "auto"
+    before_auto["record"].pop("auto")
+    assert StepTrace.from_dict(before_auto).record.auto
     old = traces[0].to_dict()
     old.pop("draft_stop")
-    assert StepTrace.from_dict(old).draft_stop is None
+    old["record"].pop("auto")
+    assert StepTrace.from_dict(old).draft_stop is None and not StepTrace.from_dict(old).record.auto
     fixed = make_decoder(pair, "KING", DecodeConfig(gamma=4, max_new_tokens=8)).step()
-    assert fixed.draft_stop is None and "draft_stop" not in fixed.to_dict()
+    assert fixed.draft_stop is None and "draft_stop" not in fixed.to_dict() and "auto" not in fixed.to_dict()["record"]
+    assert not fixed.record.auto
 
 
 def test_at_temperature_zero_the_confidence_is_the_drafts_top_1(pair):

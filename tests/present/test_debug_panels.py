@@ -172,6 +172,14 @@ def test_no_run_and_nothing_typed_is_a_hint_and_the_cost_needs_measuring():
     assert "cost ratio c: not measured yet" in page
 
 
+def test_a_gamma_auto_runs_curve_is_named_as_one_with_its_later_positions_from_the_confident_rounds():
+    run = {"steps": 6, "gamma": 3, "gamma_auto": True, "per_position_acceptance": [0.6, 0.5, 0.5], "cost_ratio_c": 0.1}
+    page, _ = whatif_panel(run, [], "", "", "1,2", "1", "en")
+    assert "(γ auto, at most 3; 6 steps; a later position counts only the rounds that drafted it" in html.unescape(page)
+    page, _ = whatif_panel({**run, "gamma_auto": False}, [], "", "", "1,2", "1", "en")
+    assert "(γ 3, 6 steps)" in html.unescape(page)
+
+
 def test_messages_speak_the_page_language():
     page, _ = whatif_panel(None, [], "1.5", "0.1", "1", "1", "zh")
     assert "各位置接受率" in page and "[0, 1]" in page

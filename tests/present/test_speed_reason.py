@@ -67,6 +67,17 @@ def test_a_run_slowed_by_its_host_work_prices_it_and_its_verdict_is_the_measured
         assert f"{host:.2f}" in said and f"{1.96 + host:.2f}" in said and all(w in said for w in words), said
 
 
+def test_under_gamma_auto_the_line_prices_the_rounds_mean_drafting_not_the_longest_round():
+    """γ auto drafted 2.4 tokens a round on average, at most 5: a pass over about 3.4 positions and 2.4 draft
+    forwards a round (0.22 + 1.6 = 1.82 passes), where the longest round's 5 put "6 positions" and 2.05 on the page."""
+    run = {**SLOW, "gamma": 5, "gamma_auto": True, "mean_gamma": 2.4}
+    line = plain(speed_reason(run, "en"))
+    assert ("a target pass over ≈3.4 positions costs 1.60 of one; the draft costs 0.09 of one; at α 0.33 a round "
+            f"yields 1.50 tokens for {2.4 * 0.09 + 1.6:.2f} passes' worth of time: slower.") in line
+    page = counters_html(run, "cpu", False, 45, 30, "en", verify_costs=SLOW_CURVE)
+    assert "a target pass over ≈3.4 positions costing 1.60 of one" in page
+
+
 def test_where_a_smaller_gamma_pays_the_line_names_it_and_where_none_does_it_says_so():
     """With the measured curve, γ 1 at α 0.33, c 0.09 yields 1.33 tokens for 0.09 + 1.2 = 1.29 passes: ×1.03."""
     line = plain(speed_reason(SLOW, "en", SLOW_CURVE))

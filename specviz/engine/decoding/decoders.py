@@ -138,7 +138,7 @@ class SpeculativeDecoder(Decoder):
         timer.add("step", start, end)
         ms = timer.read()
         record = StepRecord(gamma=k, n_emitted=len(kept), draft_s=ms["draft"] / 1e3, target_s=ms["target"] / 1e3,
-                            step_s=ms["step"] / 1e3, **counted_drafts(self.eos, result, k))
+                            step_s=ms["step"] / 1e3, auto=self.config.gamma_auto, **counted_drafts(self.eos, result, k))
         self.records.append(record)
         self.counters.compute_s += record.step_s
         self.counters.draft_calls += drafted.forwards
