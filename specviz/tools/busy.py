@@ -22,6 +22,12 @@ def busy_warning(cores: float | None, command: str) -> str | None:
             f"this {command} ran: its timings (c most) may be off; rerun it on a quiet machine")
 
 
+def times_the_machine(args) -> bool:
+    """bench, and report where it runs the models (not one reading a trace file or a server's metrics)."""
+    return args.command == "bench" or (args.command == "report" and not getattr(args, "from_traces", None)
+                                       and not getattr(args, "from_metrics", None))
+
+
 def metered(command, args) -> int:
     """Run `command(args)`; afterwards say on stderr when the rest of the machine was busy meanwhile."""
     start, before = time.perf_counter(), machine_ticks()

@@ -16,7 +16,7 @@ from ..core.draft_length import GAMMA_MAX_DEFAULT
 from ..core.metrics import metric_set
 from ..engine.decoding.drafter_names import DEFAULT_DRAFTER, DRAFTER_NAMES, HYBRID_DRAFTER, LOOKUP_DRAFTER
 from ..engine.models.preset_names import PRESET_NAMES
-from .busy import metered
+from .busy import metered, times_the_machine
 from .cli_values import (
     BENCH_RUNS_MAX,
     OneLineParser,
@@ -253,7 +253,7 @@ def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     try:
         settle_gamma_max(args, GAMMA_MAX_DEFAULT)
-        return metered(args.func, args) if args.command in ("bench", "report") else args.func(args)
+        return metered(args.func, args) if times_the_machine(args) else args.func(args)
     except (ValueError, RuntimeError, OSError) as err:
         print(f"error: {refusal(err)}", file=sys.stderr)
         return 2

@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from specviz.tools.busy import busy_warning, metered
+from specviz.tools.busy import busy_warning, metered, times_the_machine
 
 
 @pytest.mark.skipif(not os.path.exists("/proc/stat"), reason="the kernel's CPU counters are Linux's")
@@ -34,3 +34,15 @@ def test_the_warning_starts_at_half_a_core_and_names_the_command_and_its_figure(
     assert busy_warning(0.49, "bench") is None
     said = busy_warning(1.26, "report")
     assert said.startswith("warning: other processes used 1.3 of this machine's ") and "this report ran" in said
+
+
+def test_only_commands_that_time_the_models_are_metered():
+    """A report read from a trace file or a server's metrics times nothing here: a busy machine changes none of it."""
+    from specviz.tools.cli import build_parser
+
+    parse = build_parser().parse_args
+    assert times_the_machine(parse(["bench", "--quick"]))
+    assert times_the_machine(parse(["report", "--prompts", "p.txt", "--out", "r"]))
+    assert not times_the_machine(parse(["report", "--from-traces", "t.jsonl", "--out", "r"]))
+    assert not times_the_machine(parse(["report", "--from-metrics", "m.txt", "--out", "r"]))
+    assert not times_the_machine(parse(["whatif", "--per-position", "0.9", "--cost-ratio", "0.1"]))
