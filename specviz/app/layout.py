@@ -266,9 +266,9 @@ def settings_column(T) -> Settings:
                                        elem_id="max-new-tokens")
         with gr.Accordion(T("lbl.own_pair"), open=False):
             draft_model = gr.Textbox("", label=T("lbl.draft_model"), elem_id="draft-model",
-                                     placeholder="e.g. HuggingFaceTB/SmolLM2-135M")
+                                     placeholder=T("lbl.draft_hint"))
             target_model = gr.Textbox("", label=T("lbl.target_model"), elem_id="target-model",
-                                      placeholder="e.g. HuggingFaceTB/SmolLM2-1.7B")
+                                      placeholder=T("lbl.target_hint"))
         header = gr.Markdown(intro("leviathan"), elem_id="intro")
     return Settings(prompt=prompt, example=example, preset=preset, gamma=gamma, drafts=drafts, drafter=drafter,
                     temperature=temperature, kl_scale=kl_scale, kl_budget=kl_budget, kl_note=kl_note,

@@ -179,3 +179,13 @@ def test_a_new_run_says_what_its_graph_captures_took(page_settings, pair, monkey
     monkeypatch.setattr(ComparedRun, "capture_s", property(lambda run: 0.25))
     _, view = step_handler(Session(), page_settings(lang=lang))
     assert said in view.message
+
+
+def test_every_text_field_hint_in_words_is_a_translation_key(built_app):
+    """A hint written in the code stays English on a Chinese or Japanese page (the own pair's "e.g. ..." did); a
+    hint of numbers alone ("0.9, 0.75, 0.6") reads the same in every language."""
+    hints = {c["props"].get("elem_id"): str(c["props"]["placeholder"]) for c in built_app.config["components"]
+             if c.get("props", {}).get("placeholder")}
+    assert {"draft-model", "target-model"} <= set(hints)
+    for elem_id, hint in hints.items():
+        assert ("translation_metadata" in hint) or re.fullmatch(r"[\d., ]+", hint), (elem_id, hint)
