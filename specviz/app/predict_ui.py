@@ -64,9 +64,7 @@ def answer_handler(session, choice, at, notation, lang: str = "en"):
     if check_lang(lang).error:
         lang = "en"
     session.predict.act(choice, at)
-    view = view_of(session, notation, status, lang)  # drawing the card may open its round's questions
-    session.panel_sent = panel_html(session.predict, lang, notation)
-    return session, view, session.panel_sent
+    return _drawn(session, notation, status, lang)
 
 
 @with_lock
@@ -74,6 +72,11 @@ def switch_handler(session, on, notation, lang: str = "en"):
     """#predict turned on or off: the round on the card is asked from its start, or shown whole."""
     notation, status = _notation(notation, lang)
     session.predict.switch(on is True)
+    return _drawn(session, notation, status, lang)
+
+
+def _drawn(session, notation, status, lang: str):
+    """(session, its view, the panel), the panel recorded as the one the tab was sent (`panel_if_changed`)."""
     view = view_of(session, notation, status, lang)  # drawing the card may open its round's questions
     session.panel_sent = panel_html(session.predict, lang, notation)
     return session, view, session.panel_sent
