@@ -311,7 +311,7 @@ def debug_view(T) -> DebugView:
         analytics_plot = gr.Plot(show_label=False, elem_id="analytics-plot")
         panels = acceptance_panels(T)
         with gr.Row(elem_id="rejections-row"):
-            rejections = gr.Dataframe(headers=REJECTION_COLUMNS, value=[], interactive=False, max_height=320,
+            rejections = gr.Dataframe(headers=REJECTION_COLUMNS, value=[], interactive=False, max_height=320, wrap=True,
                                       label=T("lbl.rejections"), elem_id="rejections", scale=3, min_width=260)
             most_rejected = gr.HTML(render.most_rejected_html([]), elem_id="most-rejected", min_height=0)
         sweep_btn = gr.Button(T("btn.sweep"), elem_id="sweep")

@@ -275,6 +275,39 @@
     }
     return lines;
   };
+  // Notes right of the plot area (each row's "u = … ✓ …") keep the right margin the figure gave them.
+  const rightNotes = (L) => (L.annotations || []).some((a) => a.xanchor === 'left' && (a.xref || 'x') !== 'paper' && a.x >= 1);
+  // Panels stacked over the full width (one per drafted position), each with a caption line above it: on a phone
+  // a caption wraps, and the room above its panel grows by its lines (below the first panel that room also holds
+  // the x labels of the panel above). Returns the new plot height and what the top margin must add.
+  const wrapCaptions = (L, perLine, plotH, update) => {
+    const lineH = 16, ticks = 100;  // ticks: a token's label turned upright, up to 12 characters
+    const ys = Object.keys(L).filter((k) => /^yaxis\d*$/.test(k) && L[k] && L[k].domain)
+      .sort((a, b) => L[b].domain[1] - L[a].domain[1]);
+    const caps = ys.map((k) => {
+      const i = (L.annotations || []).findIndex((a) => a.xref === 'paper' && a.yref === 'paper' && a.xanchor === 'left'
+        && a.yanchor === 'bottom' && a.x <= 0.05 && Math.abs(a.y - L[k].domain[1]) < 1e-6);
+      return i < 0 ? null : {i, lines: wrap(L.annotations[i].text, perLine)};
+    });
+    if (ys.length < 2 || !caps.some((c) => c && c.lines.length > 1)) return {plotH, top: 0};
+    const span = (k) => L[k].domain[1] - L[k].domain[0];
+    const gaps = ys.map((k, i) => (i === 0 ? 0 : Math.max(plotH * (L[ys[i - 1]].domain[0] - L[k].domain[1]),
+      ticks + lineH * (caps[i] ? caps[i].lines.length : 0))));
+    const total = ys.reduce((s, k, i) => s + plotH * span(k) + gaps[i], 0);
+    let y = total;
+    ys.forEach((k, i) => {
+      y -= gaps[i];
+      const top = y / total;
+      y -= plotH * span(k);
+      update[k + '.domain'] = [Math.max(y / total, 0), top];
+      if (caps[i]) {
+        update[`annotations[${caps[i].i}].y`] = top;
+        update[`annotations[${caps[i].i}].text`] = caps[i].lines.join('<br>');
+        update[`annotations[${caps[i].i}].align`] = 'left';
+      }
+    });
+    return {plotH: total, top: caps[0] ? lineH * caps[0].lines.length : 0};
+  };
   const phoneFigure = (el) => {
     const L = el.layout;
     if (!window.Plotly || !L || phoneDone.get(el) === el.data) return;
@@ -287,7 +320,8 @@
     const panel = 230, gapPx = 120, titleH = 18 * title.length + 16, legendH = 17 * legendLines + 10;
     const update = {'title.text': title.join('<br>'), 'title.font.size': 13, 'title.y': 1, 'title.yanchor': 'top',
       'title.yref': 'container', 'title.pad.t': 10, 'legend.orientation': 'h', 'legend.yref': 'container', 'legend.y': 0,
-      'legend.yanchor': 'bottom', 'legend.x': 0, 'legend.font.size': 11, 'margin.t': titleH + 8, 'margin.r': 10};
+      'legend.yanchor': 'bottom', 'legend.x': 0, 'legend.font.size': 11, 'margin.t': titleH + 8,
+      'margin.r': rightNotes(L) ? Math.max(10, (L.margin && L.margin.r) || 10) : 10};
     let plotH = (L.height || 360) - ((L.margin && L.margin.t) || 60) - ((L.margin && L.margin.b) || 50);
     if (pairs.length > 1) {  // stack the panels, top to bottom in their reading order
       const order = pairs.map((k) => [k, L['yaxis' + k.slice(5)]])
@@ -301,17 +335,57 @@
       });
       plotH = panel * n + gapPx * (n - 1);
       (L.annotations || []).forEach((a, i) => { if (a.yref === 'paper' && a.y > 0.9) update[`annotations[${i}].visible`] = false; });
+    } else {
+      const grown = wrapCaptions(L, perLine, plotH, update);
+      plotH = grown.plotH;
+      update['margin.t'] += grown.top;
     }
     const bottom = ((L.margin && L.margin.b) || 50) + legendH;
     update['margin.b'] = bottom;
-    update.height = titleH + 8 + plotH + bottom;
+    update.height = update['margin.t'] + plotH + bottom;
     if (names.some((lines, i) => lines.length > 1)) window.Plotly.restyle(el, {name: names.map((l) => l.join('<br>'))});
-    window.Plotly.relayout(el, update);
+    window.Plotly.relayout(el, update).then(() => setTimeout(() => fitNotes(el), 300));  // after automargin's redraw
+  };
+  // A centred note still wider than the figure once laid out (a row's "not examined (…)" over the accept track)
+  // wraps to the characters that fit, measured. (Captions and right notes are laid out above, not measured.)
+  const fitNotes = (el) => {
+    const svg = el.querySelector('svg.main-svg') && el.querySelector('svg.main-svg').getBoundingClientRect();
+    const size = el._fullLayout && el._fullLayout._size, notes = (el.layout && el.layout.annotations) || [];
+    if (!svg || !svg.width || !size) return;
+    const box = {left: svg.left + size.l, right: svg.left + size.l + size.w};  // the plot area, where such a note sits
+    const update = {};
+    el.querySelectorAll('g.annotation[data-index]').forEach((g) => {
+      const i = +g.getAttribute('data-index'), text = g.querySelector('.annotation-text'), r = text && text.getBoundingClientRect();
+      if (!r || !r.width || !notes[i] || notes[i].xanchor === 'left') return;
+      const room = r.width - Math.max(0, r.right - box.right) - Math.max(0, box.left - r.left) - 4;
+      if (room >= r.width) return;
+      const longest = Math.max(...String(notes[i].text).split('<br>').map((line) => wide(line.replace(/<[^>]*>/g, ''))));
+      const per = Math.floor(longest * room / r.width);  // r.width: the widest line's
+      if (per >= 6) update[`annotations[${i}].text`] = wrap(notes[i].text, per).join('<br>');
+    });
+    if (Object.keys(update).length) window.Plotly.relayout(el, update);
   };
   // On a wider screen the legend sits between the title and the plot; longer names (a Chinese or Japanese
   // legend) can take more lines than the margin holds: the figure then grows by the overlap, measured.
   const fitted = new WeakMap();  // figure -> {data, tries}: measured for this data, and how often moved
+  // A title wider than its figure (a Japanese residual title at 1280) wraps to the characters that fit, measured;
+  // the top margin grows by its new lines.
+  const titled = new WeakMap();  // figure -> the data whose title was fitted
+  const fitTitle = async (el) => {
+    const title = el.querySelector('.gtitle'), svg = el.querySelector('svg.main-svg'), L = el.layout;
+    if (!window.Plotly || !L || !L.title || !title || !svg || titled.get(el) === el.data) return;
+    const r = title.getBoundingClientRect(), box = svg.getBoundingClientRect();
+    if (!r.width) return;  // not drawn yet
+    titled.set(el, el.data);
+    if (r.right <= box.right - 4) return;
+    const text = String(L.title.text || ''), before = text.split('<br>').length;
+    const longest = Math.max(...text.split('<br>').map((line) => wide(line.replace(/<[^>]*>/g, ''))));
+    const lines = wrap(text, Math.floor(longest * (box.right - 8 - r.left) / r.width));
+    const grow = 19 * (lines.length - before), top = (L.margin && L.margin.t) || 100;
+    await window.Plotly.relayout(el, {'title.text': lines.join('<br>'), 'margin.t': top + grow, height: (L.height || 450) + grow});
+  };
   const fitLegend = async (el) => {
+    await fitTitle(el);
     const title = el.querySelector('.gtitle'), legend = el.querySelector('.legend'), L = el.layout;
     const state = fitted.get(el), tries = state && state.data === el.data ? state.tries : 0;
     if (!window.Plotly || !L || !title || !legend || tries >= 3) return;

@@ -155,6 +155,37 @@ def test_no_text_is_cut_off_at_any_zoom_or_on_a_phone(browser, app_url, width, h
         ctx.close()
 
 
+# Any word of a figure (a note, its title, a legend entry, an axis label) that runs past the figure's own edge.
+PLOT_CUT_OFF = """() => [...document.querySelectorAll('.js-plotly-plot')].flatMap((plot) => {
+  const svg = plot.querySelector('svg.main-svg'), box = svg && svg.getBoundingClientRect();
+  if (!box || !box.width) return [];
+  return [...plot.querySelectorAll('.annotation-text, .gtitle, .legendtext, .xtick text, .ytick text')]
+    .filter((t) => { const r = t.getBoundingClientRect(); return r.width > 0 && (r.right > box.right + 1 || r.left < box.left - 1); })
+    .map((t) => plot.closest('[id]').id + ': ' + t.textContent.slice(0, 40));
+})"""
+
+
+@pytest.mark.parametrize("query", ["", "?lang=zh"])
+def test_every_word_of_the_steps_figures_stays_inside_them_on_a_phone(browser, app_url, query):
+    """On a 390-wide phone each drafted position's caption ("position 1: drafted … p/q … accepted · other tokens …")
+    ran up to 240 px past the figure's right edge, and the "u = … ✓ …" notes right of the accept track 80 px (the
+    phone layout took away their margin): the captions now wrap, the panels making room, and the notes keep theirs."""
+    ctx, page = open_page(browser, app_url, 390, 844, query, device_scale_factor=2, is_mobile=True, has_touch=True)
+    try:
+        page.locator("#step").click()   # the Step button in either language
+        expect(page.locator("#step-card .recorded-card")).to_have_count(0, timeout=TIMEOUT)
+        page.locator(".label-wrap").filter(has_text=re.compile("Full distributions|完整分布")).click()
+        for plot in ("#pq-plot", "#uniform-plot"):
+            expect(page.locator(f"{plot} .annotation-text").first).to_be_visible(timeout=TIMEOUT)
+        page.wait_for_timeout(800)  # the phone's relayout of each figure
+        assert page.evaluate("document.querySelectorAll('#pq-plot .annotation-text').length") >= 2
+        assert page.evaluate(PLOT_CUT_OFF) == []
+        page.locator("#uniform-plot").scroll_into_view_if_needed()
+        shot(page, f"phone-figures{query.replace('?lang=', '-')}.png")
+    finally:
+        ctx.close()
+
+
 @pytest.mark.parametrize("locale, step_label, accepted", [("zh-CN", "单步", "接受"), ("ja-JP", "ステップ", "採用")])
 def test_the_page_follows_the_browsers_language(browser, app_url, locale, step_label, accepted):
     ctx, page = open_page(browser, app_url, 1280, 720, locale=locale)
