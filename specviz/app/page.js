@@ -384,8 +384,32 @@
     const grow = 19 * (lines.length - before), top = (L.margin && L.margin.t) || 100;
     await window.Plotly.relayout(el, {'title.text': lines.join('<br>'), 'margin.t': top + grow, height: (L.height || 450) + grow});
   };
+  // Captions over stacked panels wider than the figure (853 px wide, a 1280 screen at 150%): wrapped to the width
+  // they have, measured, the panels making room as on a phone (the first caption's one line already had room).
+  const captioned = new WeakMap();  // figure -> the data whose captions were fitted
+  const fitCaptions = async (el) => {
+    const L = el.layout, svg = el.querySelector('svg.main-svg');
+    if (!window.Plotly || !L || !L.annotations || !svg || captioned.get(el) === el.data) return;
+    const drawn = [...el.querySelectorAll('g.annotation[data-index]')].map((g) => {
+      const i = +g.getAttribute('data-index'), text = g.querySelector('.annotation-text');
+      return {i, r: text ? text.getBoundingClientRect() : {width: 0}};
+    }).filter(({i, r}) => r.width && L.annotations[i] && L.annotations[i].xref === 'paper' && L.annotations[i].xanchor === 'left');
+    if (!drawn.length) return;  // none, or not drawn yet
+    captioned.set(el, el.data);
+    const box = svg.getBoundingClientRect(), worst = drawn.reduce((a, b) => (b.r.right > a.r.right ? b : a));
+    if (worst.r.right <= box.right - 4) return;
+    const longest = Math.max(...String(L.annotations[worst.i].text).split('<br>').map((line) => wide(line.replace(/<[^>]*>/g, ''))));
+    const top = (L.margin && L.margin.t) || 100, bottom = (L.margin && L.margin.b) || 40, update = {};
+    const grown = wrapCaptions(L, Math.floor(longest * (box.right - 8 - worst.r.left) / worst.r.width),
+      (L.height || 450) - top - bottom, update);
+    if (!Object.keys(update).length) return;
+    update['margin.t'] = top + Math.max(0, grown.top - 16);
+    update.height = update['margin.t'] + grown.plotH + bottom;
+    await window.Plotly.relayout(el, update);
+  };
   const fitLegend = async (el) => {
     await fitTitle(el);
+    await fitCaptions(el);
     const title = el.querySelector('.gtitle'), legend = el.querySelector('.legend'), L = el.layout;
     const state = fitted.get(el), tries = state && state.data === el.data ? state.tries : 0;
     if (!window.Plotly || !L || !title || !legend || tries >= 3) return;

@@ -165,12 +165,16 @@ PLOT_CUT_OFF = """() => [...document.querySelectorAll('.js-plotly-plot')].flatMa
 })"""
 
 
-@pytest.mark.parametrize("query", ["", "?lang=zh"])
-def test_every_word_of_the_steps_figures_stays_inside_them_on_a_phone(browser, app_url, query):
+@pytest.mark.parametrize("width, height, scale, phone, query", [(390, 844, 2.0, True, ""), (390, 844, 2.0, True, "?lang=zh"),
+                                                                (853, 480, 1.5, False, "")])
+def test_every_word_of_the_steps_figures_stays_inside_them_on_a_phone_or_zoomed_in(browser, app_url, width, height,
+                                                                                   scale, phone, query):
     """On a 390-wide phone each drafted position's caption ("position 1: drafted … p/q … accepted · other tokens …")
     ran up to 240 px past the figure's right edge, and the "u = … ✓ …" notes right of the accept track 80 px (the
-    phone layout took away their margin): the captions now wrap, the panels making room, and the notes keep theirs."""
-    ctx, page = open_page(browser, app_url, 390, 844, query, device_scale_factor=2, is_mobile=True, has_touch=True)
+    phone layout took away their margin); at 1280 × 720 zoomed to 150% the captions ran 45–62 px past it. The
+    captions now wrap, the panels making room, and the notes keep theirs."""
+    ctx, page = open_page(browser, app_url, width, height, query, device_scale_factor=scale, is_mobile=phone,
+                          has_touch=phone)
     try:
         page.locator("#step").click()   # the Step button in either language
         expect(page.locator("#step-card .recorded-card")).to_have_count(0, timeout=TIMEOUT)
@@ -181,7 +185,7 @@ def test_every_word_of_the_steps_figures_stays_inside_them_on_a_phone(browser, a
         assert page.evaluate("document.querySelectorAll('#pq-plot .annotation-text').length") >= 2
         assert page.evaluate(PLOT_CUT_OFF) == []
         page.locator("#uniform-plot").scroll_into_view_if_needed()
-        shot(page, f"phone-figures{query.replace('?lang=', '-')}.png")
+        shot(page, f"figures-{width}x{height}{query.replace('?lang=', '-')}.png")
     finally:
         ctx.close()
 
