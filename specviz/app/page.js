@@ -275,6 +275,8 @@
     }
     return lines;
   };
+  // The widest line of a plotly text (lines split at <br>, tags left out), in the units `wide` counts.
+  const widest = (text) => Math.max(...String(text || '').split('<br>').map((line) => wide(line.replace(/<[^>]*>/g, ''))));
   // Notes right of the plot area (each row's "u = … ✓ …") keep the right margin the figure gave them.
   const rightNotes = (L) => (L.annotations || []).some((a) => a.xanchor === 'left' && (a.xref || 'x') !== 'paper' && a.x >= 1);
   // Panels stacked over the full width (one per drafted position), each with a caption line above it: on a phone
@@ -359,7 +361,7 @@
       if (!r || !r.width || !notes[i] || notes[i].xanchor === 'left') return;
       const room = r.width - Math.max(0, r.right - box.right) - Math.max(0, box.left - r.left) - 4;
       if (room >= r.width) return;
-      const longest = Math.max(...String(notes[i].text).split('<br>').map((line) => wide(line.replace(/<[^>]*>/g, ''))));
+      const longest = widest(notes[i].text);
       const per = Math.floor(longest * room / r.width);  // r.width: the widest line's
       if (per >= 6) update[`annotations[${i}].text`] = wrap(notes[i].text, per).join('<br>');
     });
@@ -379,7 +381,7 @@
     titled.set(el, el.data);
     if (r.right <= box.right - 4) return;
     const text = String(L.title.text || ''), before = text.split('<br>').length;
-    const longest = Math.max(...text.split('<br>').map((line) => wide(line.replace(/<[^>]*>/g, ''))));
+    const longest = widest(text);
     const lines = wrap(text, Math.floor(longest * (box.right - 8 - r.left) / r.width));
     const grow = 19 * (lines.length - before), top = (L.margin && L.margin.t) || 100;
     await window.Plotly.relayout(el, {'title.text': lines.join('<br>'), 'margin.t': top + grow, height: (L.height || 450) + grow});
@@ -398,7 +400,7 @@
     captioned.set(el, el.data);
     const box = svg.getBoundingClientRect(), worst = drawn.reduce((a, b) => (b.r.right > a.r.right ? b : a));
     if (worst.r.right <= box.right - 4) return;
-    const longest = Math.max(...String(L.annotations[worst.i].text).split('<br>').map((line) => wide(line.replace(/<[^>]*>/g, ''))));
+    const longest = widest(L.annotations[worst.i].text);
     const top = (L.margin && L.margin.t) || 100, bottom = (L.margin && L.margin.b) || 40, update = {};
     const grown = wrapCaptions(L, Math.floor(longest * (box.right - 8 - worst.r.left) / worst.r.width),
       (L.height || 450) - top - bottom, update);
