@@ -18,6 +18,7 @@ import torch
 from ..core.config import GAMMA_AUTO, DecodeConfig
 from ..core.metrics import metric_set
 from ..engine.decoding.decoders import TargetOnlyDecoder
+from ..engine.decoding.drafter_names import LOOKUP_DRAFTER as LOOKUP
 from ..engine.decoding.drafters import check_drafter
 from ..engine.decoding.factory import make_decoder
 from ..engine.models.loading import load_pair
@@ -64,23 +65,27 @@ def _r(x):
     return None if x is None else round(x, 3)
 
 
-def _group(pair, prompts: list[str], configs: dict, seeds: range) -> dict:
+def _group(pair, prompts: list[str], configs: dict, seeds: range, same_texts: bool = False) -> dict:
     """Every contender and the baseline on every prompt and seed, interleaved in ABBA order (the baseline then the
     contenders on even runs, the reverse on odd ones), so that a steady drift in the machine's speed, and whichever
-    run goes just before, hit each contender alike; their rows."""
+    run goes just before, hit each contender alike; their rows. `same_texts`: every contender follows one text per
+    prompt and seed, drawn from the target before the run and untimed (`shared_text`)."""
     records = {name: [] for name in configs}
     runs = {name: [] for name in configs}  # per (prompt, seed): (tokens, seconds) of each contender
     calls: list[float] = []
     order = [None, *configs]  # None: the target-only baseline
     for run, (prompt, s) in enumerate((prompt, s) for prompt in prompts for s in seeds):
+        text = shared_text(pair, prompt, configs, s) if same_texts else None
         for name in order if run % 2 == 0 else order[::-1]:
             if name is None:
                 base = TargetOnlyDecoder(pair, prompt, dataclasses.replace(next(iter(configs.values())), seed=s))
                 base.run()
                 calls += base.call_s
             else:
-                spec = make_decoder(pair, prompt, dataclasses.replace(configs[name], seed=s))
+                spec = make_decoder(pair, prompt, dataclasses.replace(configs[name], seed=s), follow=text)
                 spec.run()
+                if text is not None and spec.tokens[spec.n_prompt:] != text[: len(spec.tokens) - spec.n_prompt]:
+                    raise RuntimeError(f"γ {name} left the text it followed (prompt {prompt!r}, seed {s})")
                 records[name] += spec.records
                 runs[name].append((sum(r.n_emitted for r in spec.records), sum(r.step_s for r in spec.records)))
     rows = {name: _row(recs, calls) for name, recs in records.items()}
@@ -91,6 +96,17 @@ def _group(pair, prompts: list[str], configs: dict, seeds: range) -> dict:
             "auto_over_best_fixed": round(rows[GAMMA_AUTO]["speedup_vs_target_only"] /
                                           fixed[best]["speedup_vs_target_only"], 3) if best else None,
             "auto_over_best_fixed_paired": paired}
+
+
+def shared_text(pair, prompt: str, configs: dict, seed: int) -> list[int]:
+    """The target's own answer to `prompt` at `seed` (the baseline's tokens), long enough for every contender's last
+    round to read it (`sampling.follow_round`): what each contender follows under `bench --same-texts`."""
+    config = next(iter(configs.values()))
+    cap = max(c.gamma for c in configs.values())
+    base = TargetOnlyDecoder(pair, prompt, dataclasses.replace(config, seed=seed,
+                                                               max_new_tokens=config.max_new_tokens + cap + 1))
+    base.run()
+    return base.tokens[base.n_prompt:]
 
 
 def paired_ratio(runs_a: list[tuple[int, float]], runs_b: list[tuple[int, float]]) -> dict | None:
@@ -108,9 +124,13 @@ def paired_ratio(runs_a: list[tuple[int, float]], runs_b: list[tuple[int, float]
 
 def run_auto_bench(preset=None, draft=None, target=None, device=None, drafter: str = "model",
                    gammas=(1, 2, 3, 4), gamma_max: int = 8, temperatures=(0.7, 0.0), quick=False, seed=0,
-                   runs: int = RUNS) -> dict:
+                   runs: int = RUNS, same_texts: bool = False) -> dict:
     """Every contender against target-only on the pair's prompt groups at each temperature (the module's recipe):
-    `runs` runs a prompt, at seeds seed .. seed + runs - 1."""
+    `runs` runs a prompt, at seeds seed .. seed + runs - 1; `same_texts`: each contender follows the target's own
+    answer at each prompt and seed (prompt lookup only: `sampling.follow_round`)."""
+    if same_texts and drafter != LOOKUP:
+        raise ValueError(f"bench --same-texts decides each round by one text from the target, the same law only for "
+                         f"a proposal made with certainty: use it with --drafter {LOOKUP}, not {drafter}")
     new_tokens = 48 if quick else 64
     by_t = [contenders(drafter, list(gammas), gamma_max, t, new_tokens) for t in temperatures]  # validated first
     if not by_t:
@@ -129,16 +149,19 @@ def run_auto_bench(preset=None, draft=None, target=None, device=None, drafter: s
                     "rule": {"draft_cost": rule.draft_cost, "verify_costs": list(rule.verify_costs),
                              "measured_verify_costs": costs.COSTS.verify_curve(costs.pair_key(pair)),
                              "keep": {source: list(table.chances) for source, table in rule.keep}},
-                    "groups": {name: _group(pair, prompts, configs, seeds) for name, prompts in groups.items()}})
+                    "groups": {name: _group(pair, prompts, configs, seeds, same_texts)
+                               for name, prompts in groups.items()}})
     return {"preset": pair.name, "device": str(pair.device), "threads": torch.get_num_threads(), "drafter": drafter,
             "gamma_max": gamma_max, "fixed_gammas": list(gammas), "new_tokens_per_run": new_tokens, "seeds": len(seeds),
+            "same_texts": same_texts,
             "prompts": groups, "by_temperature": out}
 
 
 def auto_bench_text(result: dict) -> str:
     """The bench's result as lines to read: per temperature and group, each contender's speedup."""
     lines = [f"{result['preset']} on {result['device']} ({result['threads']} threads), drafter {result['drafter']}, "
-             f"gamma auto (cap {result['gamma_max']}) beside fixed gamma {result['fixed_gammas']}"]
+             f"gamma auto (cap {result['gamma_max']}) beside fixed gamma {result['fixed_gammas']}"
+             + (", every contender following the target's own texts" if result.get("same_texts") else "")]
     for by_t in result["by_temperature"]:
         for name, group in by_t["groups"].items():
             shown = "  ".join(f"γ {k}: x{row['speedup_vs_target_only']:.3f} (drafts {row['mean_drafted']:.2f})"
@@ -160,6 +183,6 @@ def cmd_auto_bench(args) -> int:
                             drafter=args.drafter, gammas=whole_list("--gammas", args.gammas or "1,2,3,4"),
                             gamma_max=args.gamma_max,
                             temperatures=number_list("--temperatures", args.temperatures or "0.7,0"),
-                            quick=args.quick, seed=args.seed, runs=args.runs or RUNS)
+                            quick=args.quick, seed=args.seed, runs=args.runs or RUNS, same_texts=args.same_texts)
     print(json.dumps(result) if args.json else auto_bench_text(result))
     return 0

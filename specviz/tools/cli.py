@@ -21,7 +21,6 @@ from .cli_values import (
     BENCH_RUNS_MAX,
     OneLineParser,
     bench_runs,
-    check_race_seconds,
     gamma_max_value,
     gamma_value,
     gamma_values,
@@ -127,6 +126,8 @@ def cmd_bench(args) -> int:
         return cmd_auto_bench(args)
     if args.runs is not None:
         raise ValueError("bench --runs sets the runs of the auto bench: use it with --gamma auto or --drafter auto")
+    if args.same_texts:
+        raise ValueError("bench --same-texts runs the auto bench: use it with --gamma auto and --drafter lookup")
     if args.drafts is not None:
         result = run_drafts_bench(preset=args.preset, draft=args.draft, target=args.target, device=args.device,
                                   drafts=whole_list("--drafts", args.drafts),
@@ -217,26 +218,9 @@ def cmd_whatif(args) -> int:
 
 
 def cmd_loadtest(args) -> int:
-    from .loadtest import run_attacks, run_loadtest
+    from .racers import cmd_loadtest as run  # beside the races it runs: nothing heavy loads to parse
 
-    if args.race_vs_bench is not None:
-        from .racers import race_against_bench
-
-        result = race_against_bench(races=args.race_vs_bench)
-        print(json.dumps(result) if args.json else "\n".join(f"{k:32s} {v}" for k, v in result.items()))
-        return 0
-    if args.attacks:
-        from .racers import racers_text, run_racers
-
-        check_race_seconds(args.race_seconds)
-        result = run_attacks(alternations=args.alternations)
-        racers = run_racers(seconds=args.race_seconds)
-        text = "\n".join(f"{k:32s} {v}" for k, v in result.items()) + "\n" + racers_text(racers)
-        print(json.dumps({**result, "racers": racers}) if args.json else text)
-        return 0
-    result = run_loadtest(sessions=args.sessions, steps=args.steps, churn=args.churn)
-    print(json.dumps(result) if args.json else "\n".join(f"{k:32s} {v}" for k, v in result.items()))
-    return 0 if result["errors"] == 0 else 1
+    return run(args)
 
 
 OWN_PARSERS = {"record-lessons": "specviz.tools.record", "train": "specviz.tools.train", "corpus": "specviz.tools.corpus",
@@ -301,6 +285,8 @@ def add_bench(sub) -> None:
                             "with --gamma auto or --drafter auto: the temperatures to run at (default 0.7,0)")
     bench.add_argument("--runs", type=bench_runs, default=None, help="with --gamma auto or --drafter auto: runs per "
                        f"prompt, seeds --seed, --seed + 1, ... (1..{BENCH_RUNS_MAX}; default 2)")
+    bench.add_argument("--same-texts", action="store_true", help="with --gamma auto and --drafter lookup: every "
+                       "contender follows the target's own answer to each prompt and seed (the same law; less noise)")
     bench.add_argument("--json", action="store_true")
     bench.add_argument("--random-weights", action="store_true",
                        help="a hub preset's draft and target built from their configs with random weights: "

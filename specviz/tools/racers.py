@@ -8,12 +8,14 @@ the deadline, stopped by it, refused as busy) and the server's resident memory b
 """
 from __future__ import annotations
 
+import json
 import statistics
 import sys
 import threading
 import time
 
-from .loadtest import RssPeak, Server, Visitor, _check, _once, _token_limit
+from .cli_values import check_race_seconds
+from .loadtest import RssPeak, Server, Visitor, _check, _once, _token_limit, run_attacks, run_loadtest
 from .plain import plain_text
 
 LIGHT_PROMPT = "KING.\nNow is the time"
@@ -196,3 +198,21 @@ def race_against_bench(races: int = 10, progress=None) -> dict:
             "race_speedups": speedups, "race_over_bench": ratios,
             "within_15pct": sum(abs(r - 1) <= 0.15 for r in ratios), "within_25pct": sum(abs(r - 1) <= 0.25 for r in ratios),
             "others_busy_cores": busy, "threads": threads}
+
+
+def cmd_loadtest(args) -> int:
+    """`loadtest`: the command line's entry (cli.py parses its flags)."""
+    if args.race_vs_bench is not None:
+        result = race_against_bench(races=args.race_vs_bench)
+        print(json.dumps(result) if args.json else "\n".join(f"{k:32s} {v}" for k, v in result.items()))
+        return 0
+    if args.attacks:
+        check_race_seconds(args.race_seconds)
+        result = run_attacks(alternations=args.alternations)
+        racers = run_racers(seconds=args.race_seconds)
+        text = "\n".join(f"{k:32s} {v}" for k, v in result.items()) + "\n" + racers_text(racers)
+        print(json.dumps({**result, "racers": racers}) if args.json else text)
+        return 0
+    result = run_loadtest(sessions=args.sessions, steps=args.steps, churn=args.churn)
+    print(json.dumps(result) if args.json else "\n".join(f"{k:32s} {v}" for k, v in result.items()))
+    return 0 if result["errors"] == 0 else 1

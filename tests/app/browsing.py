@@ -26,12 +26,39 @@ def open_page(browser, app_url, width=1400, height=1000):
     return context, page
 
 
+# What a browser test that timed out says about the page (CI keeps only its output): the card, the predict panel's
+# question, the status line and any toast gradio raised (a server error, a lost connection).
+PAGE_STATE = """() => { const q = document.querySelector('#question'), c = document.querySelector('#step-card .card');
+  const text = (s) => [...document.querySelectorAll(s)].map(e => e.textContent.trim()).filter(Boolean);
+  return {card: c ? {step: c.dataset.step, recorded: !!document.querySelector('#step-card .recorded-card')} : null,
+          question: q ? {...q.dataset} : null, message: text('#message'), toasts: text('.toast-body'),
+          focus: document.activeElement ? document.activeElement.tagName + '#' + document.activeElement.id : null}; }"""
+
+
+def page_state(page) -> dict:
+    try:
+        return page.evaluate(PAGE_STATE)
+    except Exception as err:  # the page itself gone: say so rather than hide the timeout
+        return {"unreadable": repr(err)}
+
+
+def waited(page, wait, what: str) -> None:
+    """Run `wait()`; if it times out, fail saying `what` was awaited and what the page showed then."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    try:
+        wait()
+    except (PlaywrightTimeout, AssertionError) as err:
+        raise AssertionError(f"{what}: timed out; the page showed {page_state(page)}") from err
+
+
 def step(page):
     """Press Step; the first Step of a page replaces the recorded lesson it opens with by a live round: wait for that."""
     from playwright.sync_api import expect
 
     page.get_by_role("button", name="Step", exact=True).click()
-    expect(page.locator("#step-card .recorded-card")).to_have_count(0, timeout=TIMEOUT)
+    waited(page, lambda: expect(page.locator("#step-card .recorded-card")).to_have_count(0, timeout=TIMEOUT),
+           "a live round after Step")
 
 
 def set_slider(page, elem_id, value):

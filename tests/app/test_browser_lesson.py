@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from tests.app.browsing import CHROMIUM, TIMEOUT, free_port, set_slider, step
+from tests.app.browsing import CHROMIUM, TIMEOUT, free_port, set_slider, step, waited
 
 playwright = pytest.importorskip("playwright.sync_api")
 from playwright.sync_api import expect  # noqa: E402
@@ -197,7 +197,8 @@ def test_the_page_follows_the_browsers_language(browser, app_url, locale, step_l
         button = page.get_by_role("button", name=step_label, exact=True)
         expect(button).to_be_visible(timeout=TIMEOUT)
         button.click()
-        expect(page.locator("#step-card .recorded-card")).to_have_count(0, timeout=TIMEOUT)  # the tab's own Step
+        waited(page, lambda: expect(page.locator("#step-card .recorded-card")).to_have_count(0, timeout=TIMEOUT),
+               f"the tab's own Step, pressed in {locale}")
         expect(page.locator("#step-card")).to_contain_text(accepted, timeout=TIMEOUT)
         expect(page.locator("#what-you-see")).not_to_contain_text("What you are seeing", timeout=TIMEOUT)
         shot(page, f"lang-{locale}.png")

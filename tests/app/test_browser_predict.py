@@ -12,7 +12,7 @@ import re
 
 import pytest
 
-from tests.app.browsing import CHROMIUM, TIMEOUT, set_slider, step
+from tests.app.browsing import CHROMIUM, TIMEOUT, set_slider, step, waited
 
 playwright = pytest.importorskip("playwright.sync_api")
 from playwright.sync_api import expect  # noqa: E402
@@ -68,12 +68,13 @@ def next_question(page, kind: str | None = None, limit: int = 30) -> None:
         q, card = page.locator("#question"), page.locator("#step-card .card")
         at, state, step_no = q.get_attribute("data-at"), q.get_attribute("data-state"), card.get_attribute("data-step")
         moving = q.get_attribute("data-open") == "1"
+        moved = (f"(() => {{ const q = document.querySelector('#question'); return q.dataset.at !== '{at}' || "
+                 f"q.dataset.state !== '{state}'; }})()" if moving else
+                 f"document.querySelector('#step-card .card')?.dataset.step !== '{step_no}' && "
+                 f"document.querySelector('#question').dataset.state === 'asking'")
         page.keyboard.press("s")
-        page.wait_for_function(
-            f"(() => {{ const q = document.querySelector('#question'); return q.dataset.at !== '{at}' || q.dataset.state !== "
-            f"'{state}'; }})()" if moving else
-            f"document.querySelector('#step-card .card')?.dataset.step !== '{step_no}' && "
-            f"document.querySelector('#question').dataset.state === 'asking'", timeout=TIMEOUT)
+        waited(page, lambda: page.wait_for_function(moved, timeout=TIMEOUT),  # noqa: B023 (called at once)
+               f"s pressed at question {at} ({state}, {'in the round' if moving else 'a new round'}, card step {step_no})")
         asked = page.locator(ASKING)
         if asked.count() and (kind is None or asked.get_attribute("data-kind") == kind):
             return

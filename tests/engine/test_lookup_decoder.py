@@ -193,3 +193,65 @@ def test_a_run_resumed_from_plain_state_each_round_drafts_as_a_live_one_under_ga
         assert (a.gamma, a.draft_stop.keep if a.draft_stop else None) == (b.gamma, b.draft_stop.keep if b.draft_stop else None)
     assert live.tokens == hopping.tokens and live.drafter.learned() == hopping.drafter.learned()
     assert live.drafter.learned()["copies"], "the run copied and learned"
+
+
+def targets_text(pair, prompt: str, config: DecodeConfig, extra: int) -> list[int]:
+    """The target's own answer at config's seed, `extra` tokens past config's end (what `bench --same-texts` follows)."""
+    from dataclasses import replace
+
+    from specviz.engine.decoding.decoders import TargetOnlyDecoder
+
+    base = TargetOnlyDecoder(pair, prompt, replace(config, max_new_tokens=config.max_new_tokens + extra))
+    base.run()
+    return base.tokens[base.n_prompt:]
+
+
+FOLLOWED = "JULIET.\nO Romeo, Romeo, wherefore art thou Romeo?\nJULIET.\nO Romeo, Romeo"  # its answers copy
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_a_lookup_run_that_follows_the_targets_text_emits_it_round_by_round(pair, seed):
+    """T = 0.7: the emitted tokens are the text's, and every round keeps the copied tokens that are the text's, up to
+    the first that is not, and no more (`sampling.follow_round`, whose law tests/core/test_follow_round.py proves)."""
+    config = lookup(gamma=4, temperature=0.7, max_new_tokens=40, seed=seed, record=False)
+    text = targets_text(pair, FOLLOWED, config, extra=5)
+    dec = make_decoder(pair, FOLLOWED, config, follow=text)
+    proposed, propose = [], dec.drafter.propose
+    dec.drafter.propose = lambda context, gamma: proposed.append(propose(context, gamma)) or proposed[-1]
+    while not dec.finished:
+        at = len(dec.tokens) - dec.n_prompt
+        dec.step()
+        drafts, ahead = proposed[-1].tokens.tolist(), text[at:]
+        kept = next((i for i, (x, y) in enumerate(zip(drafts, ahead)) if x != y), len(drafts))
+        assert dec.records[-1].n_accepted == kept
+        assert dec.tokens[dec.n_prompt:] == text[: len(dec.tokens) - dec.n_prompt]
+    assert len(dec.tokens) - dec.n_prompt == 40 and sum(r.n_accepted for r in dec.records) > 0, "it copied"
+
+
+def test_following_a_text_refuses_a_draft_that_samples_a_trace_and_a_kl_budget(pair):
+    """The draft model proposes from a law q, not with certainty: its first round refuses to follow; a trace would
+    show uniforms that were never drawn and mentored decoding keeps by a plan: refused before the first round."""
+    text = [5] * 20
+    dec = make_decoder(pair, "KING", DecodeConfig(gamma=2, max_new_tokens=8, record=False), follow=text)
+    with pytest.raises(ValueError, match="proposal made with certainty"):
+        dec.step()
+    for config in (lookup(gamma=2), DecodeConfig(gamma=2, record=False, kl_budget=0.1)):
+        with pytest.raises(ValueError, match="record off, kl_budget 0 and one draft"):
+            make_decoder(pair, "KING", config, follow=text)
+
+
+def test_at_t0_following_the_greedy_text_runs_the_same_rounds_as_sampling(pair):
+    """At T = 0 the text is the target's argmax chain and the exact rule keeps a copy iff it is the argmax: a run that
+    follows the text drafts and keeps what a sampling run does, round by round, gamma 4 and gamma auto alike."""
+    from specviz.core.draft_length import DraftLengthRule, KeepTable
+
+    rule = DraftLengthRule(4, 0.0, (1.0, 1.05, 1.1, 1.3, 1.5), (("lookup", KeepTable((0.9,), 100, 0.9)),))
+    for config in (lookup(gamma=4, temperature=0, max_new_tokens=40, record=False),
+                   lookup(gamma=4, gamma_auto=True, draft_length=rule, temperature=0, max_new_tokens=40, record=False)):
+        text = targets_text(pair, FOLLOWED, config, extra=5)
+        followed, sampled = make_decoder(pair, FOLLOWED, config, follow=text), make_decoder(pair, FOLLOWED, config)
+        followed.run()
+        sampled.run()
+        assert followed.tokens == sampled.tokens
+        assert [(r.gamma, r.n_accepted) for r in followed.records] == [(r.gamma, r.n_accepted) for r in sampled.records]
+        assert followed.counters.accepted > 0, "the run copied"

@@ -53,6 +53,9 @@ def test_an_empty_list_of_gammas_or_drafts_is_refused_not_read_as_one(args):
     (("--gamma", "auto", "--runs", "0"), "--runs must be a whole number in 1..64, not '0'"),
     (("--gamma", "auto", "--runs", "65"), "--runs must be a whole number in 1..64, not '65'"),
     (("--runs", "8"), "bench --runs sets the runs of the auto bench: use it with --gamma auto or --drafter auto"),
+    (("--same-texts",), "bench --same-texts runs the auto bench: use it with --gamma auto and --drafter lookup"),
+    (("--gamma", "auto", "--same-texts"), "the same law only for a proposal made with certainty: use it with "
+                                          "--drafter lookup, not model"),
 ])
 def test_bench_runs_out_of_range_or_without_the_auto_bench_is_one_error_line(args, message):
     out = run_cli("bench", "--quick", *args)
@@ -67,7 +70,7 @@ def test_the_auto_bench_runs_each_prompt_at_runs_seeds_from_seed(pair, monkeypat
     monkeypatch.setattr(auto_bench, "load_pair", lambda *a, **k: pair)
     monkeypatch.setattr(auto_bench.auto_gamma, "resolve", lambda pair_, c: dataclasses.replace(
         c, draft_length=DraftLengthRule.drafting_on(c.gamma)) if c.gamma_auto else c)
-    monkeypatch.setattr(auto_bench, "_group", lambda pair_, prompts, configs, seeds: seen.append(list(seeds)) or {})
+    monkeypatch.setattr(auto_bench, "_group", lambda pair_, prompts, configs, seeds, same: seen.append(list(seeds)) or {})
     result = auto_bench.run_auto_bench(gammas=(2,), gamma_max=3, temperatures=(0.0,), quick=True, seed=5, runs=3)
     assert seen == [[5, 6, 7]] and result["seeds"] == 3
     rule = result["by_temperature"][0]["rule"]  # the curve as priced beside the curve as timed (None: never timed)
@@ -149,9 +152,9 @@ def test_bench_auto_runs_its_contenders_in_abba_order(pair, monkeypatch):
             ran.append("target-only")
             return super().run()
 
-    def decoder(pair_, prompt, config):
+    def decoder(pair_, prompt, config, follow=None):
         ran.append("auto" if config.gamma_auto else str(config.gamma))
-        return real_make(pair_, prompt, config)
+        return real_make(pair_, prompt, config, follow=follow)
 
     real_make = auto_bench.make_decoder
     monkeypatch.setattr(auto_bench, "TargetOnlyDecoder", Baseline)
@@ -164,6 +167,55 @@ def test_bench_auto_runs_its_contenders_in_abba_order(pair, monkeypatch):
     assert set(group["contenders"]) == {"1", "2", "auto"} and group["best_fixed_gamma"] in {"1", "2"}
     paired = group["auto_over_best_fixed_paired"]
     assert paired["runs"] == 2 and paired["ratio"] > 0 and paired["stderr"] >= 0
+
+
+def lookup_contenders(pair) -> dict:
+    """Prompt lookup at gamma 2 and at gamma auto under a planted rule (nothing measured)."""
+    from specviz.core.draft_length import KeepTable
+    from specviz.tools import auto_bench
+
+    configs = auto_bench.contenders("lookup", [2], 4, 0.7, 12)
+    rule = DraftLengthRule(4, 0.0, (1.0, 1.05, 1.1, 1.3, 1.5), (("lookup", KeepTable((0.9,), 100, 0.9)),))
+    configs["auto"] = dataclasses.replace(configs["auto"], draft_length=rule)
+    return configs
+
+
+COPYING = "JULIET.\nO Romeo, Romeo, wherefore art thou Romeo?\nJULIET.\nO Romeo, Romeo"
+
+
+def test_bench_same_texts_has_every_contender_follow_the_targets_own_answer(pair, monkeypatch):
+    """`bench --same-texts`: at each prompt and seed both contenders follow one text, the target's own answer there
+    (a target-only run at that seed, made here), and the group's rows are theirs."""
+    from specviz.engine.decoding.decoders import TargetOnlyDecoder
+    from specviz.tools import auto_bench
+
+    followed, real_make = [], auto_bench.make_decoder
+    monkeypatch.setattr(auto_bench, "make_decoder", lambda pair_, prompt, config, follow=None: followed.append(
+        (config.seed, follow)) or real_make(pair_, prompt, config, follow=follow))
+    configs = lookup_contenders(pair)
+    group = auto_bench._group(pair, [COPYING], configs, range(3, 5), same_texts=True)
+    assert set(group["contenders"]) == {"2", "auto"} and len(followed) == 4
+    for seed in (3, 4):
+        texts = [text for s, text in followed if s == seed]
+        answer = TargetOnlyDecoder(pair, COPYING, dataclasses.replace(configs["2"], seed=seed))
+        answer.run()
+        assert texts[0] == texts[1] and texts[0][:12] == answer.tokens[answer.n_prompt:]
+        assert len(texts[0]) == 12 + 4 + 1  # past the end by the cap's round: the last round reads text
+    assert followed[0][1] != followed[2][1], "two seeds, two answers"
+
+
+def test_bench_same_texts_stops_when_a_contender_leaves_the_text_it_follows(pair, monkeypatch):
+    """Planted: each contender follows the answer at the next seed, not the one its run is checked against."""
+    from specviz.tools import auto_bench
+
+    real_text, real_make = auto_bench.shared_text, auto_bench.make_decoder
+
+    def elsewhere(pair_, prompt, config, follow=None):  # follows the answer at seed + 1 instead
+        return real_make(pair_, prompt, config, follow=real_text(pair_, prompt, {"c": config}, config.seed + 1))
+
+    monkeypatch.setattr(auto_bench, "make_decoder", elsewhere)
+    with pytest.raises(RuntimeError, match="left the text it followed"):
+        auto_bench._group(pair, [COPYING], lookup_contenders(pair), range(1), same_texts=True)
 
 
 def test_the_paired_ratio_compares_auto_with_the_best_fixed_gamma_run_by_run():

@@ -53,6 +53,19 @@ def counted_drafts(eos: int | None, result, gamma: int) -> dict:
     return {"n_accepted": kept, "n_examined": kept, "after_eos": gamma - kept}
 
 
+def followed_text(pair: ModelPair, config: DecodeConfig, follow: list[int] | None) -> torch.Tensor | None:
+    """The text a decoder follows (`sampling.follow_round`) on the device, padded past its end by a round's
+    positions (tokens after an EOS or past max_new_tokens are never kept); None when it samples."""
+    if follow is None:
+        return None
+    if not isinstance(config, DecodeConfig) or config.record or config.kl_budget > 0 or config.drafts > 1:
+        raise ValueError("a followed text decides one chain's rounds, without uniforms to show or a plan to keep: "
+                         "follow with record off, kl_budget 0 and one draft")
+    if not all(isinstance(t, int) and 0 <= t < pair.vocab_size for t in follow):
+        raise ValueError(f"a followed text is token ids in 0..{pair.vocab_size - 1}")
+    return torch.tensor([*follow, *[0] * (config.gamma + 1)], dtype=torch.long, device=pair.device)
+
+
 class SpeculativeDecoder(Decoder):
     """Speculative sampling (kl_budget = 0) or mentored decoding (kl_budget > 0), one round per step().
 
@@ -61,7 +74,9 @@ class SpeculativeDecoder(Decoder):
     drafter a config asks for, and this class refuses a config it would not honour."""
 
     def __init__(self, pair: ModelPair, prompt: str, config: DecodeConfig, *, resume: DecoderState | None = None,
-                 static_cache: bool | None = None, drafter: type[Drafter] | None = None):
+                 static_cache: bool | None = None, drafter: type[Drafter] | None = None,
+                 follow: list[int] | None = None):
+        self.follow = followed_text(pair, config, follow)
         if type(self) is SpeculativeDecoder and isinstance(config, DecodeConfig) and config.drafts > 1:
             raise ValueError("SpeculativeDecoder drafts one chain; this config asks for several drafts: build it "
                              "with make_decoder(pair, prompt, config)")
@@ -157,8 +172,11 @@ class SpeculativeDecoder(Decoder):
         target_probs = self.config.warp(self.target.forward(inputs, keep=k + 1))               # [k+1, V]
         verified_at = timer.mark() if timer is not None else None
         q = drafted.q(target_probs)                                                             # [k, V]
-        uniforms = sampling.round_uniforms(k, vocab, self.generator, target_probs.device)     # [k + V]
-        rnd = sampling.verify_round(target_probs, q, drafted.tokens, uniforms, kl_budget=self.config.kl_budget)
+        if self.follow is None:
+            uniforms = sampling.round_uniforms(k, vocab, self.generator, target_probs.device)  # [k + V]
+            rnd = sampling.verify_round(target_probs, q, drafted.tokens, uniforms, kl_budget=self.config.kl_budget)
+        else:  # the text's tokens at the round's positions decide (`sampling.follow_round`: the same law)
+            rnd = sampling.follow_round(target_probs, q, drafted.tokens, self._text_here(drafted))
         drafts_then = inputs.roll(-1)                                                          # [k+1]
         # the drafts up to the first rejection, then the last token, where the next round's forwards read them
         self.target.write_ids(ids, torch.where(self._steps(k) < rnd.n_accepted, drafts_then, rnd.last), back=k)
@@ -167,6 +185,14 @@ class SpeculativeDecoder(Decoder):
         packed = sampling.pack(self.layouts.get(k), n_accepted=rnd.n_accepted, last=rnd.last, drafts=drafted.tokens,
                                q_x=rnd.drafted_draft_probs, **round_trace.check_tensors(target_probs, q), **shown)
         return packed, verified_at
+
+    def _text_here(self, drafted: Drafted) -> torch.Tensor:
+        """[k+1] the followed text's tokens at this round's positions."""
+        if drafted.probs is not None:
+            raise ValueError(f"a followed text decides only a proposal made with certainty (q one-hot: prompt "
+                             f"lookup); the {self.drafter.kind} drafter proposed from a draft law this round")
+        at = len(self.tokens) - self.n_prompt
+        return self.follow[at: at + drafted.gamma + 1]
 
     def _steps(self, k: int) -> torch.Tensor:
         """[k+1] 0 .. k on the device, made once."""
@@ -178,6 +204,8 @@ class SpeculativeDecoder(Decoder):
         """On CUDA with graphs: record the draft loop and the verify region (`round_regions`); why not, or ''."""
         if not settings.current().cuda_graph_regions:
             return "SPECVIZ_CUDA_GRAPHS=forwards"
+        if self.follow is not None:
+            return "a followed text is read at the round's position"
         if self.config.kl_budget > 0:
             return "mentored decoding plans on the host"
         if self.config.gamma_auto:  # where its draft loop stops is read on the host: each forward a graph instead

@@ -25,8 +25,8 @@ def decoder_class(config: DecodeConfig) -> type[SpeculativeDecoder]:
 
 
 def make_decoder(pair: ModelPair, prompt: str, config: DecodeConfig, *, resume: DecoderState | None = None,
-                 static_cache: bool | None = None) -> SpeculativeDecoder:
+                 static_cache: bool | None = None, follow: list[int] | None = None) -> SpeculativeDecoder:
     """The speculative decoder `config` asks for (`decoder_class`) with its drafter (`drafter_class`), prefilled on
-    `prompt` or resumed from `resume`."""
+    `prompt` or resumed from `resume`; `follow`: a text from the target its rounds follow (`SpeculativeDecoder`)."""
     return decoder_class(config)(pair, prompt, config, resume=resume, static_cache=static_cache,
-                                 drafter=drafter_class(config))
+                                 drafter=drafter_class(config), follow=follow)
