@@ -13,6 +13,7 @@ The pieces live beside this module and are re-exported here, so `sampling.X` sta
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import torch
@@ -175,18 +176,18 @@ class Round:
     n_accepted: torch.Tensor      # 0-d long: the accepted prefix's length n
     last: torch.Tensor            # 0-d long: the resampled (n < gamma) or bonus (n = gamma) token
     draft_tokens: torch.Tensor    # [gamma] long: the drafted tokens, as given
-    uniforms: torch.Tensor | None  # [gamma + V] the round's uniforms, as given; None for a followed text's round
+    uniforms: torch.Tensor        # [gamma + V] the round's uniforms, as given
     accept_probs: torch.Tensor    # [gamma] the accept chance of each drafted token
     drafted_target_probs: torch.Tensor  # [gamma] p(x_i)
     drafted_draft_probs: torch.Tensor   # [gamma] q(x_i)
     candidates: torch.Tensor      # [gamma+1, V] unnormalised: the correction at each drafted position, then p's next row
     drafted_kl: torch.Tensor | None = None  # [gamma] mentored: KL(target || output) per position
-    followed: torch.Tensor | None = None    # [gamma] bool: a followed text's round (`follow_round`): x_i is its token
+    followed: torch.Tensor | None = None    # [gamma] bool: decided by a followed text (`follow_round`): x_i is its token
 
     @property
     def accepted(self) -> torch.Tensor:
         """[gamma] bool: u_i < accept chance (a followed text's token is x_i), at every position (examined or not)."""
-        if self.uniforms is None:
+        if self.followed is not None:
             return self.followed
         return self.uniforms[..., : self.accept_probs.shape[-1]] < self.accept_probs
 
@@ -245,7 +246,10 @@ def verify_round(target_probs: torch.Tensor, draft_probs: torch.Tensor, draft_to
         accept = plan.accept_probs.expand(*batch, gamma, vocab).gather(-1, index).squeeze(-1)  # [..., gamma]
         corrections = plan.resample_probs.expand(*batch, gamma, vocab)            # [..., gamma, V]
     else:
-        accept, corrections = _exact_rule(drafted_rows, draft_probs, drafted_p, drafted_q)
+        accept = torch.clamp(drafted_p / drafted_q, max=1.0)                       # [..., gamma] min(1, p/q)
+        residual = torch.clamp(drafted_rows - draft_probs, min=0)                  # [..., gamma, V] max(0, p - q)
+        # where p <= q everywhere (p == q up to rounding) no rejection can happen; p keeps the race defined
+        corrections = torch.where(residual.any(-1, keepdim=True), residual, drafted_rows)
     # 2. verify: strict u_i < chance, so a token with accept chance 0 is never kept; n = the accepted prefix
     n = (uniforms[..., :gamma] < accept).cumprod(-1).sum(-1)                      # [...]
     # 3. correct: the residual at each position, p's next row for the bonus (torch.cat promotes to the wider dtype)
@@ -259,36 +263,20 @@ def verify_round(target_probs: torch.Tensor, draft_probs: torch.Tensor, draft_to
                  drafted_kl=_batched_kl(plan, batch, gamma))
 
 
-def _exact_rule(drafted_rows: torch.Tensor, draft_probs: torch.Tensor, drafted_p: torch.Tensor,
-                drafted_q: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """The accept chances min(1, p/q) [..., gamma] and the corrections [..., gamma, V] the exact rule draws from."""
-    accept = torch.clamp(drafted_p / drafted_q, max=1.0)                           # [..., gamma] min(1, p/q)
-    residual = torch.clamp(drafted_rows - draft_probs, min=0)                      # [..., gamma, V] max(0, p - q)
-    # where p <= q everywhere (p == q up to rounding) no rejection can happen; p keeps the race defined
-    return accept, torch.where(residual.any(-1, keepdim=True), residual, drafted_rows)
-
-
-def follow_round(target_probs: torch.Tensor, draft_probs: torch.Tensor, draft_tokens: torch.Tensor,
-                 text: torch.Tensor) -> Round:
-    """`verify_round` for a draft proposed with certainty (q one-hot at each x_i: prompt lookup), decided by a text
-    drawn from the target instead of uniforms: `text` [..., gamma+1] holds its tokens y_0..y_gamma at the round's
-    positions. x_i is kept while it is y_i; the last token is y_n. The same law (Leviathan et al. 2023, Alg. 1, at
-    q one-hot): the exact rule keeps x_i with chance min(1, p(x_i)/1) = p(x_i) and at a rejection draws from
-    norm(max(0, p - q)), p without x_i; y_i ~ p is x_i with chance p(x_i) and otherwise a draw from p without x_i.
-    So rules that follow one text emit that text, each with its own rounds and costs: a bench's common random
+def follow_round(decided: Round, text: torch.Tensor) -> Round:
+    """A round `verify_round` decided, decided again by a text drawn from the target, for a draft proposed with
+    certainty (q one-hot at each x_i: prompt lookup): `text` [..., gamma+1] holds its tokens y_0..y_gamma at the
+    round's positions. x_i is kept while it is y_i; the last token is y_n. The same law (Leviathan et al. 2023,
+    Alg. 1, at q one-hot): the exact rule keeps x_i with chance min(1, p(x_i)/1) = p(x_i) and at a rejection draws
+    from norm(max(0, p - q)), p without x_i; y_i ~ p is x_i with chance p(x_i) and otherwise a draw from p without
+    x_i. The uniforms and the race were still drawn (a bench times what a sampled round costs), their decision set
+    aside. So rules that follow one text emit that text, each with its own rounds and costs: a bench's common random
     numbers (`bench --same-texts`). Another q is not certain: this rule would not be its law."""
-    gamma = draft_tokens.shape[-1]
-    same = draft_tokens == text[..., :gamma]                                       # [..., gamma]
+    gamma = decided.draft_tokens.shape[-1]
+    same = decided.draft_tokens == text[..., :gamma]                               # [..., gamma]
     n = same.cumprod(-1).sum(-1)                                                   # [...] the text's prefix
     last = text.gather(-1, n.unsqueeze(-1)).squeeze(-1)                            # [...] y_n
-    index = draft_tokens.unsqueeze(-1)                                             # [..., gamma, 1]
-    drafted_rows = target_probs[..., :gamma, :]                                    # [..., gamma, V]
-    drafted_p = drafted_rows.gather(-1, index).squeeze(-1)                         # [..., gamma]
-    drafted_q = draft_probs.gather(-1, index).squeeze(-1)                          # [..., gamma]
-    accept, corrections = _exact_rule(drafted_rows, draft_probs, drafted_p, drafted_q)
-    return Round(n_accepted=n, last=last, draft_tokens=draft_tokens, uniforms=None, accept_probs=accept,
-                 drafted_target_probs=drafted_p, drafted_draft_probs=drafted_q,
-                 candidates=torch.cat([corrections, target_probs[..., gamma:, :]], -2), followed=same)
+    return dataclasses.replace(decided, n_accepted=n, last=last, followed=same)
 
 
 def _batched_kl(plan: MentoredPlan | None, batch: torch.Size, gamma: int) -> torch.Tensor | None:

@@ -69,13 +69,15 @@ def _group(pair, prompts: list[str], configs: dict, seeds: range, same_texts: bo
     """Every contender and the baseline on every prompt and seed, interleaved in ABBA order (the baseline then the
     contenders on even runs, the reverse on odd ones), so that a steady drift in the machine's speed, and whichever
     run goes just before, hit each contender alike; their rows. `same_texts`: every contender follows one text per
-    prompt and seed, drawn from the target before the run and untimed (`shared_text`)."""
+    prompt and seed, drawn from the target before anything is timed (`shared_text`)."""
     records = {name: [] for name in configs}
     runs = {name: [] for name in configs}  # per (prompt, seed): (tokens, seconds) of each contender
     calls: list[float] = []
     order = [None, *configs]  # None: the target-only baseline
-    for run, (prompt, s) in enumerate((prompt, s) for prompt in prompts for s in seeds):
-        text = shared_text(pair, prompt, configs, s) if same_texts else None
+    cases = [(prompt, s) for prompt in prompts for s in seeds]
+    texts = {case: shared_text(pair, *case, configs) for case in cases} if same_texts else {}
+    for run, (prompt, s) in enumerate(cases):
+        text = texts.get((prompt, s))
         for name in order if run % 2 == 0 else order[::-1]:
             if name is None:
                 base = TargetOnlyDecoder(pair, prompt, dataclasses.replace(next(iter(configs.values())), seed=s))
@@ -98,7 +100,7 @@ def _group(pair, prompts: list[str], configs: dict, seeds: range, same_texts: bo
             "auto_over_best_fixed_paired": paired}
 
 
-def shared_text(pair, prompt: str, configs: dict, seed: int) -> list[int]:
+def shared_text(pair, prompt: str, seed: int, configs: dict) -> list[int]:
     """The target's own answer to `prompt` at `seed` (the baseline's tokens), long enough for every contender's last
     round to read it (`sampling.follow_round`): what each contender follows under `bench --same-texts`."""
     config = next(iter(configs.values()))

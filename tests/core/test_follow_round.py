@@ -9,7 +9,7 @@ import itertools
 import pytest
 import torch
 
-from specviz.core.sampling import follow_round
+from specviz.core.sampling import follow_round, round_uniforms, verify_round
 
 VOCAB, GAMMA = 3, 2
 
@@ -32,8 +32,11 @@ def followed_law(tables: dict, drafts: tuple, draft_probs: torch.Tensor) -> dict
     texts = list(itertools.product(range(VOCAB), repeat=GAMMA + 1))
     rows = torch.stack([tables[drafts[:i]] for i in range(GAMMA + 1)])                   # [gamma+1, V] at the drafts
     batch = len(texts)
-    out = follow_round(rows.expand(batch, GAMMA + 1, VOCAB), draft_probs.expand(batch, GAMMA, VOCAB),
-                       torch.tensor(drafts).expand(batch, GAMMA), torch.tensor(texts))
+    gen = torch.Generator().manual_seed(11)
+    uniforms = torch.stack([round_uniforms(GAMMA, VOCAB, gen, "cpu") for _ in texts])     # drawn, then set aside
+    sampled = verify_round(rows.expand(batch, GAMMA + 1, VOCAB), draft_probs.expand(batch, GAMMA, VOCAB),
+                           torch.tensor(drafts).expand(batch, GAMMA), uniforms)
+    out = follow_round(sampled, torch.tensor(texts))
     law: dict = {}
     for text, n, last in zip(texts, out.n_accepted.tolist(), out.last.tolist()):
         chance = 1.0
@@ -86,11 +89,14 @@ def test_at_a_draft_law_that_is_not_certain_following_keeps_fewer_drafts_than_th
     assert kept_first == pytest.approx(p, abs=1e-12) and kept_first < min(1.0, p * VOCAB) - 0.05
 
 
-def test_the_round_reports_each_drafts_match_and_the_exact_rules_accept_chance():
-    """What the trace would read: accepted marks where x_i is the text's token; accept_probs is min(1, p/q) = p(x)."""
+def test_the_text_decides_the_round_sampling_drew_and_keeps_its_accept_chances():
+    """The uniforms were drawn (their cost paid) and set aside: the text keeps x_1 and rejects x_2 where u = 0 kept
+    both; accepted marks where x_i is the text's token; accept_probs stays min(1, p/q) = p(x)."""
     rows = torch.tensor([[0.2, 0.5, 0.3], [0.6, 0.1, 0.3], [0.3, 0.3, 0.4]], dtype=torch.float64)
-    out = follow_round(rows, one_hot((1, 2)), torch.tensor([1, 2]), torch.tensor([1, 0, 2]))
-    assert out.n_accepted.item() == 1 and out.last.item() == 0 and out.uniforms is None
-    assert out.accepted.tolist() == [True, False]
+    uniforms = torch.zeros(GAMMA + VOCAB, dtype=torch.float64)                          # u = 0: sampling keeps both
+    sampled = verify_round(rows, one_hot((1, 2)), torch.tensor([1, 2]), uniforms)
+    out = follow_round(sampled, torch.tensor([1, 0, 2]))
+    assert sampled.n_accepted.item() == 2 and out.n_accepted.item() == 1 and out.last.item() == 0
+    assert out.accepted.tolist() == [True, False] and out.uniforms is uniforms
     assert out.accept_probs.tolist() == pytest.approx([0.5, 0.3])
     assert out.tokens.tolist()[:2] == [1, 0]

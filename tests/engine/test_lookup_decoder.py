@@ -240,6 +240,17 @@ def test_following_a_text_refuses_a_draft_that_samples_a_trace_and_a_kl_budget(p
             make_decoder(pair, "KING", config, follow=text)
 
 
+def test_a_followed_text_too_short_is_refused_where_a_round_would_read_past_it(pair):
+    """Past its end the text is padding: a text without its EOS that a round would read past is refused, naming what
+    to give, rather than kept as output."""
+    config = lookup(gamma=4, temperature=0.7, max_new_tokens=12, record=False)
+    text = [t for t in targets_text(pair, FOLLOWED, config, extra=0) if t != pair.tokenizer.eos_token_id][:12]
+    dec = make_decoder(pair, FOLLOWED, config, follow=text)
+    with pytest.raises(ValueError, match="give max_new_tokens \\+ gamma \\+ 1 tokens, or its EOS"):
+        dec.run()
+    assert dec.tokens[dec.n_prompt:] == text[: len(dec.tokens) - dec.n_prompt]  # what it kept before is the text's
+
+
 def test_at_t0_following_the_greedy_text_runs_the_same_rounds_as_sampling(pair):
     """At T = 0 the text is the target's argmax chain and the exact rule keeps a copy iff it is the argmax: a run that
     follows the text drafts and keeps what a sampling run does, round by round, gamma 4 and gamma auto alike."""

@@ -189,19 +189,25 @@ def test_bench_same_texts_has_every_contender_follow_the_targets_own_answer(pair
     from specviz.engine.decoding.decoders import TargetOnlyDecoder
     from specviz.tools import auto_bench
 
-    followed, real_make = [], auto_bench.make_decoder
-    monkeypatch.setattr(auto_bench, "make_decoder", lambda pair_, prompt, config, follow=None: followed.append(
-        (config.seed, follow)) or real_make(pair_, prompt, config, follow=follow))
+    made, real_make = [], auto_bench.make_decoder
+
+    def kept(pair_, prompt, config, follow=None):
+        made.append((config.seed, follow, real_make(pair_, prompt, config, follow=follow)))
+        return made[-1][2]
+
+    monkeypatch.setattr(auto_bench, "make_decoder", kept)
     configs = lookup_contenders(pair)
     group = auto_bench._group(pair, [COPYING], configs, range(3, 5), same_texts=True)
-    assert set(group["contenders"]) == {"2", "auto"} and len(followed) == 4
+    assert set(group["contenders"]) == {"2", "auto"} and len(made) == 4
     for seed in (3, 4):
-        texts = [text for s, text in followed if s == seed]
         answer = TargetOnlyDecoder(pair, COPYING, dataclasses.replace(configs["2"], seed=seed))
         answer.run()
-        assert texts[0] == texts[1] and texts[0][:12] == answer.tokens[answer.n_prompt:]
-        assert len(texts[0]) == 12 + 4 + 1  # past the end by the cap's round: the last round reads text
-    assert followed[0][1] != followed[2][1], "two seeds, two answers"
+        ran = [(text, dec) for s, text, dec in made if s == seed]
+        for text, dec in ran:  # each contender emitted the answer, and was handed it with a round's room past it
+            assert dec.tokens[dec.n_prompt:] == answer.tokens[answer.n_prompt:]
+            assert len(text) == 12 + 4 + 1 and text[:12] == answer.tokens[answer.n_prompt:]
+        assert [r.gamma for r in ran[0][1].records] != [r.gamma for r in ran[1][1].records], "each its own rounds"
+    assert made[0][1] != made[2][1], "two seeds, two answers"
 
 
 def test_bench_same_texts_stops_when_a_contender_leaves_the_text_it_follows(pair, monkeypatch):
@@ -211,7 +217,7 @@ def test_bench_same_texts_stops_when_a_contender_leaves_the_text_it_follows(pair
     real_text, real_make = auto_bench.shared_text, auto_bench.make_decoder
 
     def elsewhere(pair_, prompt, config, follow=None):  # follows the answer at seed + 1 instead
-        return real_make(pair_, prompt, config, follow=real_text(pair_, prompt, {"c": config}, config.seed + 1))
+        return real_make(pair_, prompt, config, follow=real_text(pair_, prompt, config.seed + 1, {"c": config}))
 
     monkeypatch.setattr(auto_bench, "make_decoder", elsewhere)
     with pytest.raises(RuntimeError, match="left the text it followed"):

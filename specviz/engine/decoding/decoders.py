@@ -55,7 +55,7 @@ def counted_drafts(eos: int | None, result, gamma: int) -> dict:
 
 def followed_text(pair: ModelPair, config: DecodeConfig, follow: list[int] | None) -> torch.Tensor | None:
     """The text a decoder follows (`sampling.follow_round`) on the device, padded past its end by a round's
-    positions (tokens after an EOS or past max_new_tokens are never kept); None when it samples."""
+    positions (read only after its EOS, where nothing is kept); None when it samples."""
     if follow is None:
         return None
     if not isinstance(config, DecodeConfig) or config.record or config.kl_budget > 0 or config.drafts > 1:
@@ -77,6 +77,8 @@ class SpeculativeDecoder(Decoder):
                  static_cache: bool | None = None, drafter: type[Drafter] | None = None,
                  follow: list[int] | None = None):
         self.follow = followed_text(pair, config, follow)
+        # how far a round may read it: past an EOS anything (nothing after it is kept), else only its own tokens
+        self.follow_reads = float("inf") if follow is None or pair.tokenizer.eos_token_id in follow else len(follow)
         if type(self) is SpeculativeDecoder and isinstance(config, DecodeConfig) and config.drafts > 1:
             raise ValueError("SpeculativeDecoder drafts one chain; this config asks for several drafts: build it "
                              "with make_decoder(pair, prompt, config)")
@@ -172,11 +174,10 @@ class SpeculativeDecoder(Decoder):
         target_probs = self.config.warp(self.target.forward(inputs, keep=k + 1))               # [k+1, V]
         verified_at = timer.mark() if timer is not None else None
         q = drafted.q(target_probs)                                                             # [k, V]
-        if self.follow is None:
-            uniforms = sampling.round_uniforms(k, vocab, self.generator, target_probs.device)  # [k + V]
-            rnd = sampling.verify_round(target_probs, q, drafted.tokens, uniforms, kl_budget=self.config.kl_budget)
-        else:  # the text's tokens at the round's positions decide (`sampling.follow_round`: the same law)
-            rnd = sampling.follow_round(target_probs, q, drafted.tokens, self._text_here(drafted))
+        uniforms = sampling.round_uniforms(k, vocab, self.generator, target_probs.device)     # [k + V]
+        rnd = sampling.verify_round(target_probs, q, drafted.tokens, uniforms, kl_budget=self.config.kl_budget)
+        if self.follow is not None:  # a followed text's tokens decide (`sampling.follow_round`: the same law)
+            rnd = sampling.follow_round(rnd, self._text_here(drafted))
         drafts_then = inputs.roll(-1)                                                          # [k+1]
         # the drafts up to the first rejection, then the last token, where the next round's forwards read them
         self.target.write_ids(ids, torch.where(self._steps(k) < rnd.n_accepted, drafts_then, rnd.last), back=k)
@@ -192,6 +193,9 @@ class SpeculativeDecoder(Decoder):
             raise ValueError(f"a followed text decides only a proposal made with certainty (q one-hot: prompt "
                              f"lookup); the {self.drafter.kind} drafter proposed from a draft law this round")
         at = len(self.tokens) - self.n_prompt
+        if at + drafted.gamma + 1 > self.follow_reads:
+            raise ValueError(f"the followed text has {self.follow_reads} tokens and no EOS; this round reads up to "
+                             f"token {at + drafted.gamma + 1}: give max_new_tokens + gamma + 1 tokens, or its EOS")
         return self.follow[at: at + drafted.gamma + 1]
 
     def _steps(self, k: int) -> torch.Tensor:
