@@ -53,17 +53,19 @@ def counted_drafts(eos: int | None, result, gamma: int) -> dict:
     return {"n_accepted": kept, "n_examined": kept, "after_eos": gamma - kept}
 
 
-def followed_text(pair: ModelPair, config: DecodeConfig, follow: list[int] | None) -> torch.Tensor | None:
+def followed_text(pair: ModelPair, config: DecodeConfig, follow: list[int] | None) -> tuple[torch.Tensor | None, float]:
     """The text a decoder follows (`sampling.follow_round`) on the device, padded past its end by a round's
-    positions (read only after its EOS, where nothing is kept); None when it samples."""
+    positions, and how far a round may read it: past its EOS anything (nothing after it is kept), else only its own
+    tokens. (None, inf) when it samples."""
     if follow is None:
-        return None
+        return None, float("inf")
     if not isinstance(config, DecodeConfig) or config.record or config.kl_budget > 0 or config.drafts > 1:
         raise ValueError("a followed text decides one chain's rounds, without uniforms to show or a plan to keep: "
                          "follow with record off, kl_budget 0 and one draft")
     if not all(isinstance(t, int) and 0 <= t < pair.vocab_size for t in follow):
         raise ValueError(f"a followed text is token ids in 0..{pair.vocab_size - 1}")
-    return torch.tensor([*follow, *[0] * (config.gamma + 1)], dtype=torch.long, device=pair.device)
+    reads = float("inf") if pair.tokenizer.eos_token_id in follow else len(follow)
+    return torch.tensor([*follow, *[0] * (config.gamma + 1)], dtype=torch.long, device=pair.device), reads
 
 
 class SpeculativeDecoder(Decoder):
@@ -76,9 +78,7 @@ class SpeculativeDecoder(Decoder):
     def __init__(self, pair: ModelPair, prompt: str, config: DecodeConfig, *, resume: DecoderState | None = None,
                  static_cache: bool | None = None, drafter: type[Drafter] | None = None,
                  follow: list[int] | None = None):
-        self.follow = followed_text(pair, config, follow)
-        # how far a round may read it: past an EOS anything (nothing after it is kept), else only its own tokens
-        self.follow_reads = float("inf") if follow is None or pair.tokenizer.eos_token_id in follow else len(follow)
+        self.follow, self.follow_reads = followed_text(pair, config, follow)
         if type(self) is SpeculativeDecoder and isinstance(config, DecodeConfig) and config.drafts > 1:
             raise ValueError("SpeculativeDecoder drafts one chain; this config asks for several drafts: build it "
                              "with make_decoder(pair, prompt, config)")
